@@ -1,0 +1,1 @@
+//! Host-side build tools for the kernel.

@@ -1,0 +1,1 @@
+//! QEMU test harness.

@@ -1,0 +1,6 @@
+//! The tracer's logic, independent of the hardware: the ring buffer, the
+//! tracers, the filters and the text output. It is `no_std` so the kernel can
+//! use it, and it is tested on the host through a small platform trait.
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
