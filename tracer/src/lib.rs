@@ -4,3 +4,4 @@
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
+pub mod kallsyms;
