@@ -1,1 +1,14 @@
 //! Host-side build tools for the kernel.
+//!
+//! - [`recordmcount`]: finds the ftrace call sites in the compiled kernel objects
+//!   and records them in a `__mcount_loc` table (Linux: `scripts/recordmcount.c`).
+//! - [`kallsyms`]: extracts the function symbols of the linked kernel into the
+//!   `.kallsyms` blob of [`tracer::kallsyms`] (Linux: `scripts/kallsyms.c`).
+//! - [`names`]: the one-token function names both of them use.
+
+pub mod error;
+pub mod kallsyms;
+pub mod names;
+pub mod recordmcount;
+
+pub use error::{Error, Result};

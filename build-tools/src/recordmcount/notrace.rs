@@ -1,0 +1,107 @@
+//! The notrace list: functions whose ftrace call site is removed at build time.
+//!
+//! In Linux a function is `notrace` (`__attribute__((no_instrument_function))`)
+//! or its whole file is built without `-pg`, so the compiler emits no call. rustc
+//! has no per-function switch for `-Z instrument-mcount`, so recordmcount does it
+//! after the fact: a site inside a function whose name matches a pattern here is
+//! turned into a NOP and not recorded.
+//!
+//! File format: one pattern per line; `#` starts a comment; blank lines are
+//! ignored; `*` matches any run of characters (including `::`). A pattern is
+//! matched against the whole display name (see [`crate::names`]), e.g.
+//! `kernel::arch::*` or `<kernel::trace::*`. Spaces in a pattern are read as `_`,
+//! like in the display names.
+
+/// A parsed notrace list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notrace {
+    patterns: Vec<String>,
+}
+
+impl Notrace {
+    /// An empty list: every function is traced.
+    pub fn none() -> Notrace {
+        Notrace::default()
+    }
+
+    /// Parses the text of a notrace file.
+    pub fn parse(text: &str) -> Notrace {
+        let patterns = text
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or("").trim())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.replace(' ', "_"))
+            .collect();
+        Notrace { patterns }
+    }
+
+    /// The patterns, in file order.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// True when `display_name` matches one of the patterns.
+    pub fn matches(&self, display_name: &str) -> bool {
+        self.patterns
+            .iter()
+            .any(|p| glob_match(p.as_bytes(), display_name.as_bytes()))
+    }
+}
+
+/// Whole-string match of `text` against `pattern`, where `*` matches any run of
+/// bytes. Classic greedy matching with one backtrack point: linear in practice.
+fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    // Position of the last `*` seen, and the text position it is matched up to.
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if p < pattern.len() && pattern[p] == text[t] {
+            p += 1;
+            t += 1;
+        } else if let Some((sp, st)) = star {
+            // Let the last `*` swallow one more byte and retry.
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match(b"kernel::arch::*", b"kernel::arch::x86::outb"));
+        assert!(!glob_match(b"kernel::arch::*", b"kernel::archive::x"));
+        assert!(glob_match(b"*::fmt", b"<kernel::X_as_core::fmt::Display>::fmt"));
+        assert!(glob_match(b"a*b*c", b"aXXbYYc"));
+        assert!(!glob_match(b"a*b*c", b"aXXbYY"));
+        assert!(glob_match(b"exact", b"exact"));
+        assert!(!glob_match(b"exact", b"exactly"));
+        assert!(glob_match(b"*", b""));
+        assert!(glob_match(b"**x", b"x"));
+    }
+
+    #[test]
+    fn file_format() {
+        let n = Notrace::parse(
+            "# comment\n\nkernel::trace::*   # trailing comment\n  <kernel::A as core::fmt::Debug>::fmt\n",
+        );
+        assert_eq!(
+            n.patterns(),
+            ["kernel::trace::*", "<kernel::A_as_core::fmt::Debug>::fmt"]
+        );
+        assert!(n.matches("kernel::trace::ring_buffer::write"));
+        assert!(n.matches("<kernel::A_as_core::fmt::Debug>::fmt"));
+        assert!(!n.matches("kernel::main"));
+        assert!(!Notrace::none().matches("anything"));
+    }
+}
