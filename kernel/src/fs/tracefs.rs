@@ -1,0 +1,446 @@
+//! tracefs: the file system through which ftrace is controlled
+//! (Linux: fs/tracefs/inode.c, plus the seq_file and simple-attribute
+//! patterns of fs/seq_file.c and kernel/trace/trace.c).
+//!
+//! Tracer code builds the tree with [`create_dir`] and [`create_file`]; a
+//! file's behaviour is a [`FileOperations`] object whose `open` returns an
+//! [`OpenFile`]. Three patterns cover most of Linux's tracing files:
+//! - a text generated when the file is opened and then read piece by piece
+//!   ([`SeqFile`], Linux's `single_open` seq_file); repeated reads of the
+//!   same open file see the same snapshot;
+//! - a value shown by a function and stored by another one that parses what
+//!   was written ([`create_show_store`], e.g. `current_tracer`), including
+//!   the `0`/`1` switch ([`create_bool_file`], e.g. `options/*`);
+//! - a stream produced at every read (e.g. `trace_pipe`), written directly as
+//!   an [`OpenFile`] whose `read` may block in
+//!   [`crate::fs::wait_event_interruptible`].
+//!
+//! A write is handed to the file's handler in one piece per `write()` call,
+//! exactly as Linux hands the user buffer to `->write`; a handler that fails
+//! must leave everything unchanged. `O_TRUNC`/`O_APPEND` reach `open`.
+//! Files cannot be created by users (EACCES, as Linux when a directory has no
+//! `->create`), but a directory made with [`create_instance_dir`] calls back
+//! into tracer code on `mkdir`/`rmdir`, which is how `instances/` works.
+//! The same tracefs is mounted at `/sys/kernel/tracing` and `/tracing`.
+
+use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use spin::{Mutex, Once};
+
+use super::{DirEntry, Errno, FileType, Inode, Metadata, NodeRef, OpenFile, OpenFlags};
+
+/// Mode of a tracefs file that can be written (Linux 6.x `TRACE_MODE_WRITE`).
+pub const TRACE_MODE_WRITE: u16 = 0o640;
+/// Mode of a read-only tracefs file (Linux 6.x `TRACE_MODE_READ`).
+pub const TRACE_MODE_READ: u16 = 0o440;
+/// Mode of a tracefs directory.
+const TRACE_MODE_DIR: u16 = 0o750;
+
+/// A tracefs directory or file (Linux's dentry + inode).
+pub type Dentry = Arc<TracefsNode>;
+
+/// What a tracefs file does when opened.
+pub trait FileOperations: Send + Sync {
+    fn open(&self, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno>;
+}
+
+/// Any `Fn(OpenFlags) -> Result<Box<dyn OpenFile>, Errno>` is a file's
+/// operations, so a tracer can write `create_file(&dir, "x", mode, |flags| ...)`.
+impl<F> FileOperations for F
+where
+    F: Fn(OpenFlags) -> Result<Box<dyn OpenFile>, Errno> + Send + Sync,
+{
+    fn open(&self, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+        self(flags)
+    }
+}
+
+/// The callbacks of a directory in which users may `mkdir`/`rmdir`
+/// (Linux: `tracefs_create_instance_dir`). `mkdir(name)` must create the
+/// subdirectory itself with [`create_dir`] (and fill it); `rmdir(name)` must
+/// remove it with [`remove`], or fail (e.g. EBUSY while its files are open).
+pub trait InstanceOps: Send + Sync {
+    fn mkdir(&self, name: &str) -> Result<(), Errno>;
+    fn rmdir(&self, name: &str) -> Result<(), Errno>;
+}
+
+pub struct TracefsNode {
+    mode: u16,
+    kind: Kind,
+}
+
+enum Kind {
+    Dir {
+        children: Mutex<BTreeMap<String, Dentry>>,
+        instance_ops: Option<Arc<dyn InstanceOps>>,
+    },
+    File(Arc<dyn FileOperations>),
+}
+
+static ROOT: Once<Dentry> = Once::new();
+
+/// The top tracefs directory (what is mounted at `/sys/kernel/tracing`).
+pub fn root() -> Dentry {
+    ROOT.call_once(|| new_dir(None)).clone()
+}
+
+/// The root as a VFS inode, for mounting.
+pub fn root_inode() -> NodeRef {
+    root()
+}
+
+fn new_dir(instance_ops: Option<Arc<dyn InstanceOps>>) -> Dentry {
+    Arc::new(TracefsNode {
+        mode: TRACE_MODE_DIR,
+        kind: Kind::Dir {
+            children: Mutex::new(BTreeMap::new()),
+            instance_ops,
+        },
+    })
+}
+
+fn add_child(parent: &Dentry, name: &str, node: Dentry) -> Result<Dentry, Errno> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(Errno::EINVAL);
+    }
+    if name.len() > super::path::NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let Kind::Dir { children, .. } = &parent.kind else {
+        return Err(Errno::ENOTDIR);
+    };
+    let mut children = children.lock();
+    if children.contains_key(name) {
+        return Err(Errno::EEXIST);
+    }
+    children.insert(name.to_string(), node.clone());
+    Ok(node)
+}
+
+/// Creates a directory (Linux: `tracefs_create_dir`). EEXIST if taken.
+pub fn create_dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
+    add_child(parent, name, new_dir(None))
+}
+
+/// Creates a directory whose subdirectories users create and remove with
+/// `mkdir`/`rmdir` (Linux: `tracefs_create_instance_dir`, for `instances/`).
+pub fn create_instance_dir(
+    parent: &Dentry,
+    name: &str,
+    ops: impl InstanceOps + 'static,
+) -> Result<Dentry, Errno> {
+    add_child(parent, name, new_dir(Some(Arc::new(ops))))
+}
+
+/// Creates a file (Linux: `tracefs_create_file`). `mode` is shown by `ls -l`
+/// (use [`TRACE_MODE_WRITE`] or [`TRACE_MODE_READ`]).
+pub fn create_file(
+    parent: &Dentry,
+    name: &str,
+    mode: u16,
+    ops: impl FileOperations + 'static,
+) -> Result<Dentry, Errno> {
+    let node = Arc::new(TracefsNode {
+        mode,
+        kind: Kind::File(Arc::new(ops)),
+    });
+    add_child(parent, name, node)
+}
+
+/// Finds a child of a directory.
+pub fn lookup(parent: &Dentry, name: &str) -> Option<Dentry> {
+    match &parent.kind {
+        Kind::Dir { children, .. } => children.lock().get(name).cloned(),
+        Kind::File(_) => None,
+    }
+}
+
+/// Removes a file or a whole directory tree (Linux: `tracefs_remove`).
+/// Files already open stay usable until closed.
+pub fn remove(parent: &Dentry, name: &str) -> Result<(), Errno> {
+    let Kind::Dir { children, .. } = &parent.kind else {
+        return Err(Errno::ENOTDIR);
+    };
+    children
+        .lock()
+        .remove(name)
+        .map(|_| ())
+        .ok_or(Errno::ENOENT)
+}
+
+impl Inode for TracefsNode {
+    fn metadata(&self) -> Metadata {
+        match &self.kind {
+            Kind::Dir { children, .. } => {
+                let subdirs = children
+                    .lock()
+                    .values()
+                    .filter(|c| matches!(c.kind, Kind::Dir { .. }))
+                    .count();
+                Metadata {
+                    file_type: FileType::Directory,
+                    mode: self.mode,
+                    size: 0,
+                    nlink: 2 + subdirs,
+                }
+            }
+            Kind::File(_) => Metadata {
+                file_type: FileType::Regular,
+                mode: self.mode,
+                size: 0,
+                nlink: 1,
+            },
+        }
+    }
+
+    fn open(&self, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+        match &self.kind {
+            Kind::File(ops) => ops.open(flags),
+            Kind::Dir { .. } => Err(Errno::EISDIR),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Result<NodeRef, Errno> {
+        match &self.kind {
+            Kind::Dir { children, .. } => children
+                .lock()
+                .get(name)
+                .map(|d| d.clone() as NodeRef)
+                .ok_or(Errno::ENOENT),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        match &self.kind {
+            Kind::Dir { children, .. } => Ok(children
+                .lock()
+                .iter()
+                .map(|(name, d)| DirEntry {
+                    name: name.clone(),
+                    file_type: match d.kind {
+                        Kind::Dir { .. } => FileType::Directory,
+                        Kind::File(_) => FileType::Regular,
+                    },
+                })
+                .collect()),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn create(&self, _name: &str, _mode: u16) -> Result<NodeRef, Errno> {
+        match &self.kind {
+            Kind::Dir { .. } => Err(Errno::EACCES),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn mkdir(&self, name: &str, _mode: u16) -> Result<NodeRef, Errno> {
+        match &self.kind {
+            // The callback takes the children lock itself (create_dir), so
+            // it must run without it held.
+            Kind::Dir {
+                instance_ops: Some(ops),
+                ..
+            } => {
+                let ops = ops.clone();
+                ops.mkdir(name)?;
+                self.lookup(name)
+            }
+            Kind::Dir {
+                instance_ops: None, ..
+            } => Err(Errno::EPERM),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn rmdir(&self, name: &str) -> Result<(), Errno> {
+        match &self.kind {
+            Kind::Dir {
+                instance_ops: Some(ops),
+                ..
+            } => {
+                let ops = ops.clone();
+                ops.rmdir(name)
+            }
+            Kind::Dir {
+                instance_ops: None, ..
+            } => Err(Errno::EPERM),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn unlink(&self, _name: &str) -> Result<(), Errno> {
+        match &self.kind {
+            Kind::Dir { .. } => Err(Errno::EPERM),
+            Kind::File(_) => Err(Errno::ENOTDIR),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// seq_file-like snapshot files
+
+/// Something that handles one `write()` to an open file.
+pub type WriteHandler = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
+/// Something that runs when an open file is closed.
+pub type ReleaseHandler = Box<dyn FnOnce() + Send>;
+
+/// An open file whose content was generated at open time (Linux's
+/// `single_open` seq_file). Reads walk through the snapshot; writes go to the
+/// optional handler (EINVAL without one, as a file without `->write`).
+pub struct SeqFile {
+    text: Vec<u8>,
+    pos: usize,
+    write: Option<WriteHandler>,
+    release: Option<ReleaseHandler>,
+}
+
+impl SeqFile {
+    /// A read-only snapshot.
+    pub fn new(text: impl Into<Vec<u8>>) -> SeqFile {
+        SeqFile {
+            text: text.into(),
+            pos: 0,
+            write: None,
+            release: None,
+        }
+    }
+
+    /// Adds a write handler; it returns how many bytes it consumed.
+    pub fn with_write(
+        mut self,
+        handler: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
+    ) -> SeqFile {
+        self.write = Some(Box::new(handler));
+        self
+    }
+
+    /// Adds a hook that runs when the file is closed (Linux's `->release`,
+    /// e.g. set_ftrace_filter installs its new hash there).
+    pub fn with_release(mut self, hook: impl FnOnce() + Send + 'static) -> SeqFile {
+        self.release = Some(Box::new(hook));
+        self
+    }
+}
+
+impl OpenFile for SeqFile {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        let start = self.pos.min(self.text.len());
+        let n = buf.len().min(self.text.len() - start);
+        buf[..n].copy_from_slice(&self.text[start..start + n]);
+        self.pos = start + n;
+        Ok(n)
+    }
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        match &mut self.write {
+            Some(handler) => handler(buf),
+            None => Err(Errno::EINVAL),
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(hook) = self.release.take() {
+            hook();
+        }
+    }
+}
+
+/// Creates a file that shows `show()` and passes each write, as text, to
+/// `store` (which sees the raw text, trailing newline included, and returns
+/// an error to reject it). Without a store the file is read-only: writes
+/// give EINVAL.
+pub fn create_show_store<S, T>(
+    parent: &Dentry,
+    name: &str,
+    mode: u16,
+    show: S,
+    store: Option<T>,
+) -> Result<Dentry, Errno>
+where
+    S: Fn() -> String + Send + Sync + 'static,
+    T: Fn(&str) -> Result<(), Errno> + Send + Sync + 'static,
+{
+    let store: Option<Arc<T>> = store.map(Arc::new);
+    create_file(
+        parent,
+        name,
+        mode,
+        move |_flags: OpenFlags| -> Result<Box<dyn OpenFile>, Errno> {
+            let mut file = SeqFile::new(show());
+            if let Some(store) = &store {
+                let store = store.clone();
+                file = file.with_write(move |buf| {
+                    let text = core::str::from_utf8(buf).map_err(|_| Errno::EINVAL)?;
+                    store(text)?;
+                    Ok(buf.len())
+                });
+            }
+            Ok(Box::new(file) as Box<dyn OpenFile>)
+        },
+    )
+}
+
+/// A read-only file showing `show()`.
+pub fn create_show(
+    parent: &Dentry,
+    name: &str,
+    show: impl Fn() -> String + Send + Sync + 'static,
+) -> Result<Dentry, Errno> {
+    create_show_store(
+        parent,
+        name,
+        TRACE_MODE_READ,
+        show,
+        None::<fn(&str) -> Result<(), Errno>>,
+    )
+}
+
+/// A `0`/`1` file (like Linux's `options/*`): reads `"0\n"` or `"1\n"`;
+/// a write is parsed as by `kstrtoul` and anything but 0 or 1 is EINVAL.
+pub fn create_bool_file(
+    parent: &Dentry,
+    name: &str,
+    mode: u16,
+    get: impl Fn() -> bool + Send + Sync + 'static,
+    set: impl Fn(bool) -> Result<(), Errno> + Send + Sync + 'static,
+) -> Result<Dentry, Errno> {
+    create_show_store(
+        parent,
+        name,
+        mode,
+        move || String::from(if get() { "1\n" } else { "0\n" }),
+        Some(move |text: &str| match parse_ulong(text)? {
+            0 => set(false),
+            1 => set(true),
+            _ => Err(Errno::EINVAL),
+        }),
+    )
+}
+
+/// Parses an unsigned decimal number as Linux's `kstrtoul(s, 10, ..)`: an
+/// optional `+`, at least one digit, an optional single trailing newline,
+/// nothing else (EINVAL); ERANGE on overflow.
+pub fn parse_ulong(s: &str) -> Result<u64, Errno> {
+    let s = s.strip_suffix('\n').unwrap_or(s);
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    let mut value: u64 = 0;
+    for b in s.bytes() {
+        if !b.is_ascii_digit() {
+            return Err(Errno::EINVAL);
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or(Errno::ERANGE)?;
+    }
+    Ok(value)
+}

@@ -1,0 +1,534 @@
+//! The shell's commands. Messages follow busybox's wording (the shell of
+//! most small Linux systems) so that what students see matches Linux.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use super::pipe::{CatFilter, Grep, Head, LineSplitter, Pattern, Sink, Tail, Wc};
+use super::Output;
+use crate::fs::{self, vfs, Errno, FileType, OpenFlags};
+
+const HELP: &str = "\
+Commands:
+  help                     this text
+  ls [-l] [PATH...]        list a directory
+  cd [DIR]                 change directory (default /)
+  pwd                      print the current directory
+  cat [FILE...]            print files (or copy a pipe)
+  echo [-n] [ARG...]       print arguments
+  mkdir [-p] DIR...        make directories
+  rmdir DIR...             remove empty directories
+  rm [-r] [-f] FILE...     remove files
+  touch FILE...            create empty files
+  head [-n N] [FILE]       first N lines (default 10)
+  tail [-n N] [FILE]       last N lines (default 10)
+  grep [-v] [-c] PATTERN [FILE]  lines containing PATTERN (^ and $ anchor it)
+  wc [-l] [-w] [-c] [FILE] count lines, words, bytes
+  ps                       list tasks
+  cpus                     list CPUs
+  sleep SECONDS            sleep (fractions allowed)
+  work files|sleep|compute N, work all SECONDS   workloads on every CPU
+  poweroff                 stop the machine
+  exit [N]                 stop the machine with exit code N
+Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
+Tracing: cd /tracing; cat README
+";
+
+/// Runs the first command of a pipeline.
+pub fn run_command(argv: &[String], out: &mut Output) {
+    let cmd = argv[0].as_str();
+    let args = &argv[1..];
+    match cmd {
+        "help" => {
+            out.emit_str(cmd, HELP);
+        }
+        "ls" => ls(args, out),
+        "cd" => cd(args),
+        "pwd" => {
+            out.emit_str(cmd, &format!("{}\n", vfs::getcwd()));
+        }
+        "echo" => echo(args, out),
+        "mkdir" => mkdir(args),
+        "rmdir" => rmdir(args),
+        "rm" => rm(args),
+        "touch" => touch(args),
+        "ps" => ps(out),
+        "cpus" => cpus(out),
+        "sleep" => sleep(args),
+        "poweroff" => crate::arch::exit_qemu(0),
+        "exit" => exit(args),
+        "work" => super::work::run(args, out),
+        "cat" | "head" | "tail" | "grep" | "wc" => filter_first(argv, out),
+        _ => println!("sh: {}: not found", cmd),
+    }
+}
+
+/// Builds the filter for a pipeline stage after the first one.
+pub fn make_filter(argv: &[String], next: Box<dyn Sink>) -> Result<Box<dyn Sink>, String> {
+    let (filter, files) = parse_filter(argv, next)?;
+    if !files.is_empty() {
+        return Err(format!(
+            "{}: file operands are only supported in the first command",
+            argv[0]
+        ));
+    }
+    Ok(filter)
+}
+
+/// Parses a filter command line into the filter and its file operands.
+fn parse_filter(
+    argv: &[String],
+    next: Box<dyn Sink>,
+) -> Result<(Box<dyn Sink>, Vec<String>), String> {
+    let cmd = argv[0].as_str();
+    let mut files = Vec::new();
+    let mut i = 1;
+    match cmd {
+        "cat" => {
+            files.extend(argv[1..].iter().cloned());
+            Ok((Box::new(CatFilter(next)), files))
+        }
+        "head" | "tail" => {
+            let mut n: usize = 10;
+            while i < argv.len() {
+                let a = argv[i].as_str();
+                let count = if a == "-n" {
+                    i += 1;
+                    Some(argv.get(i).map(String::as_str).unwrap_or(""))
+                } else if let Some(rest) = a.strip_prefix("-n") {
+                    Some(rest)
+                } else if a.len() > 1 && a.starts_with('-') {
+                    Some(&a[1..])
+                } else {
+                    files.push(a.to_string());
+                    None
+                };
+                if let Some(c) = count {
+                    n = c
+                        .parse()
+                        .map_err(|_| format!("{}: invalid number '{}'", cmd, c))?;
+                }
+                i += 1;
+            }
+            let filter: Box<dyn Sink> = if cmd == "head" {
+                Box::new(Head {
+                    left: n,
+                    lines: LineSplitter::default(),
+                    next,
+                })
+            } else {
+                Box::new(Tail {
+                    n,
+                    kept: VecDeque::new(),
+                    last_unterminated: false,
+                    lines: LineSplitter::default(),
+                    next,
+                })
+            };
+            Ok((filter, files))
+        }
+        "grep" => {
+            let (mut invert, mut count_only) = (false, false);
+            let mut pattern = None;
+            while i < argv.len() {
+                let a = argv[i].as_str();
+                if pattern.is_none() && a.len() > 1 && a.starts_with('-') {
+                    for f in a[1..].chars() {
+                        match f {
+                            'v' => invert = true,
+                            'c' => count_only = true,
+                            _ => return Err(format!("grep: invalid option -- '{}'", f)),
+                        }
+                    }
+                } else if pattern.is_none() {
+                    pattern = Some(a);
+                } else {
+                    files.push(a.to_string());
+                }
+                i += 1;
+            }
+            let pattern =
+                pattern.ok_or_else(|| String::from("Usage: grep [-v] [-c] PATTERN [FILE]"))?;
+            Ok((
+                Box::new(Grep {
+                    pattern: Pattern::new(pattern),
+                    invert,
+                    count_only,
+                    count: 0,
+                    lines: LineSplitter::default(),
+                    next,
+                }),
+                files,
+            ))
+        }
+        "wc" => {
+            let (mut l, mut w, mut c) = (false, false, false);
+            for a in &argv[1..] {
+                if a.len() > 1 && a.starts_with('-') {
+                    for f in a[1..].chars() {
+                        match f {
+                            'l' => l = true,
+                            'w' => w = true,
+                            'c' => c = true,
+                            _ => return Err(format!("wc: invalid option -- '{}'", f)),
+                        }
+                    }
+                } else {
+                    files.push(a.clone());
+                }
+            }
+            if !(l || w || c) {
+                (l, w, c) = (true, true, true);
+            }
+            let mut wc = Wc::new(l, w, c, next);
+            if files.len() == 1 {
+                wc.label = Some(files[0].clone());
+            } else if files.len() > 1 {
+                return Err(String::from("wc: only one file operand is supported"));
+            }
+            Ok((Box::new(wc), files))
+        }
+        _ => Err(format!("sh: {}: cannot read from a pipe", cmd)),
+    }
+}
+
+/// A filter as the first command: it reads its file operands.
+fn filter_first(argv: &[String], out: &mut Output) {
+    let cmd = argv[0].as_str();
+    let next = core::mem::replace(&mut out.sink, Box::new(super::pipe::Console));
+    let (filter, files) = match parse_filter(argv, next) {
+        Ok(x) => x,
+        Err(msg) => {
+            println!("{}", msg);
+            out.stopped = true;
+            return;
+        }
+    };
+    out.sink = filter;
+    if files.is_empty() {
+        if cmd == "cat" {
+            return; // nothing to copy
+        }
+        println!("{}: no input: give a FILE or use it after a |", cmd);
+        out.stopped = true;
+        return;
+    }
+    for f in &files {
+        if !copy_file(cmd, f, out) {
+            break;
+        }
+    }
+}
+
+/// Copies a file into the output; false if the command must stop.
+fn copy_file(cmd: &str, path: &str, out: &mut Output) -> bool {
+    let mut file = match vfs::open(path, OpenFlags::O_RDONLY) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("{}: {}: {}", cmd, path, e);
+            return true;
+        }
+    };
+    let mut buf = [0u8; 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(n) => {
+                if !out.emit(cmd, &buf[..n]) {
+                    return false;
+                }
+            }
+            Err(Errno::EINTR) => return false,
+            Err(e) => {
+                println!("{}: {}: {}", cmd, path, e);
+                return true;
+            }
+        }
+    }
+}
+
+fn mode_string(ft: FileType, mode: u16) -> String {
+    let mut s = String::new();
+    s.push(if ft == FileType::Directory { 'd' } else { '-' });
+    for shift in [6, 3, 0] {
+        let bits = (mode >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+    }
+    s
+}
+
+fn ls_line(long: bool, name: &str, md: &fs::Metadata) -> String {
+    if long {
+        format!(
+            "{} {:>4} root     root     {:>9} {}\n",
+            mode_string(md.file_type, md.mode),
+            md.nlink,
+            md.size,
+            name
+        )
+    } else {
+        format!("{}\n", name)
+    }
+}
+
+fn ls(args: &[String], out: &mut Output) {
+    let mut long = false;
+    let mut paths = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "-l" => long = true,
+            "-a" | "-1" => {}
+            s if s.len() > 1 && s.starts_with('-') => {
+                println!("ls: invalid option -- '{}'", &s[1..]);
+                return;
+            }
+            _ => paths.push(a.clone()),
+        }
+    }
+    if paths.is_empty() {
+        paths.push(String::from("."));
+    }
+    let many = paths.len() > 1;
+    for (i, p) in paths.iter().enumerate() {
+        let md = match vfs::stat(p) {
+            Ok(md) => md,
+            Err(e) => {
+                println!("ls: {}: {}", p, e);
+                continue;
+            }
+        };
+        if md.file_type != FileType::Directory {
+            if !out.emit_str("ls", &ls_line(long, p, &md)) {
+                return;
+            }
+            continue;
+        }
+        let entries = match vfs::readdir(p) {
+            Ok(e) => e,
+            Err(e) => {
+                println!("ls: {}: {}", p, e);
+                continue;
+            }
+        };
+        let mut text = String::new();
+        if many {
+            if i > 0 {
+                text.push('\n');
+            }
+            text.push_str(&format!("{}:\n", p));
+        }
+        for e in entries {
+            let line = if long {
+                let child = format!("{}/{}", p.trim_end_matches('/'), e.name);
+                match vfs::stat(&child) {
+                    Ok(md) => ls_line(true, &e.name, &md),
+                    Err(_) => continue, // removed meanwhile
+                }
+            } else {
+                ls_line(
+                    false,
+                    &e.name,
+                    &fs::Metadata {
+                        file_type: e.file_type,
+                        mode: 0,
+                        size: 0,
+                        nlink: 0,
+                    },
+                )
+            };
+            text.push_str(&line);
+        }
+        if !out.emit_str("ls", &text) {
+            return;
+        }
+    }
+}
+
+fn cd(args: &[String]) {
+    let dir = args.first().map(String::as_str).unwrap_or("/");
+    if let Err(e) = vfs::chdir(dir) {
+        println!("sh: cd: can't cd to {}: {}", dir, e);
+    }
+}
+
+fn echo(args: &[String], out: &mut Output) {
+    let mut newline = true;
+    let mut args = args;
+    while let Some(first) = args.first() {
+        if first == "-n" {
+            newline = false;
+            args = &args[1..];
+        } else {
+            break;
+        }
+    }
+    let mut text = args.join(" ");
+    if newline {
+        text.push('\n');
+    }
+    out.emit_str("echo", &text);
+}
+
+fn mkdir(args: &[String]) {
+    let parents = args.iter().any(|a| a == "-p");
+    for d in args.iter().filter(|a| *a != "-p") {
+        let r = if parents { mkdir_p(d) } else { vfs::mkdir(d) };
+        if let Err(e) = r {
+            println!("mkdir: can't create directory '{}': {}", d, e);
+        }
+    }
+}
+
+fn mkdir_p(d: &str) -> Result<(), Errno> {
+    let parts = vfs::absolute(d)?;
+    let mut path = String::new();
+    for p in parts {
+        path.push('/');
+        path.push_str(&p);
+        match vfs::mkdir(&path) {
+            Ok(()) => {}
+            Err(Errno::EEXIST) if vfs::stat(&path)?.file_type == FileType::Directory => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn rmdir(args: &[String]) {
+    for d in args {
+        if let Err(e) = vfs::rmdir(d) {
+            println!("rmdir: '{}': {}", d, e);
+        }
+    }
+}
+
+fn rm(args: &[String]) {
+    let (mut recursive, mut force) = (false, false);
+    let mut files = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "-r" | "-R" => recursive = true,
+            "-f" => force = true,
+            "-rf" | "-fr" => (recursive, force) = (true, true),
+            _ => files.push(a.as_str()),
+        }
+    }
+    for f in files {
+        let r = if recursive { rm_r(f) } else { vfs::unlink(f) };
+        match r {
+            Ok(()) => {}
+            Err(Errno::ENOENT) if force => {}
+            Err(e) => println!("rm: can't remove '{}': {}", f, e),
+        }
+    }
+}
+
+fn rm_r(path: &str) -> Result<(), Errno> {
+    if vfs::stat(path)?.file_type == FileType::Directory {
+        for e in vfs::readdir(path)? {
+            rm_r(&format!("{}/{}", path.trim_end_matches('/'), e.name))?;
+        }
+        vfs::rmdir(path)
+    } else {
+        vfs::unlink(path)
+    }
+}
+
+fn touch(args: &[String]) {
+    for f in args {
+        if let Err(e) = vfs::open(f, OpenFlags::O_WRONLY | OpenFlags::O_CREAT) {
+            println!("touch: {}: {}", f, e);
+        }
+    }
+}
+
+fn ps(out: &mut Output) {
+    let mut text = String::from("  PID CPU STATE    COMMAND\n");
+    for t in crate::sched::tasks() {
+        text.push_str(&format!(
+            "{:>5} {:>3} {:<8} {}\n",
+            t.pid, t.cpu, t.state, t.comm
+        ));
+    }
+    out.emit_str("ps", &text);
+}
+
+fn cpus(out: &mut Output) {
+    let mut text = String::new();
+    for cpu in 0..crate::arch::nr_cpus() {
+        text.push_str(&format!(
+            "cpu{} apic {} online\n",
+            cpu,
+            crate::arch::apic_id(cpu)
+        ));
+    }
+    out.emit_str("cpus", &text);
+}
+
+/// Parses `SECONDS[.FRACTION]` into nanoseconds.
+pub fn parse_seconds(s: &str) -> Option<u64> {
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (s, ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut ns: u64 = 0;
+    for (i, b) in frac.bytes().take(9).enumerate() {
+        ns += u64::from(b - b'0') * 10u64.pow(8 - i as u32);
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// Sleeps `ns`, waking every 10 ms to notice Ctrl-C. Returns false if
+/// interrupted.
+pub fn sleep_interruptible(ns: u64) -> bool {
+    let deadline = crate::time::now_ns().saturating_add(ns);
+    loop {
+        if fs::signal_pending() {
+            return false;
+        }
+        let now = crate::time::now_ns();
+        if now >= deadline {
+            return true;
+        }
+        crate::sched::sleep_ns((deadline - now).min(10_000_000));
+    }
+}
+
+fn sleep(args: &[String]) {
+    let Some(arg) = args.first() else {
+        println!("Usage: sleep SECONDS");
+        return;
+    };
+    match parse_seconds(arg) {
+        Some(ns) => {
+            sleep_interruptible(ns);
+        }
+        None => println!("sleep: invalid number '{}'", arg),
+    }
+}
+
+fn exit(args: &[String]) {
+    let code = match args.first() {
+        None => 0,
+        Some(a) => match a.parse::<u32>() {
+            Ok(n) => n,
+            Err(_) => {
+                println!("sh: exit: Illegal number: {}", a);
+                return;
+            }
+        },
+    };
+    crate::arch::exit_qemu(code)
+}

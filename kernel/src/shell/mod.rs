@@ -1,0 +1,215 @@
+//! The serial-console shell: a small busybox-like `sh` with the commands a
+//! student needs to drive ftrace through tracefs (`ls`, `cat`, `echo >`,
+//! pipes into `head`/`tail`/`grep`/`wc`) and workloads to trace (`work`).
+//!
+//! The shell reads one line at a time from the console, echoing every byte
+//! it reads (so a script piped into QEMU shows up in the output as if typed)
+//! and handling backspace. A line is parsed into a pipeline
+//! ([`parse`]), whose stages are connected with in-kernel pipes ([`pipe`]).
+//! Ctrl-C interrupts the running command: commands poll
+//! [`crate::fs::signal_pending`] and blocking reads return EINTR.
+
+mod commands;
+pub mod parse;
+pub mod pipe;
+mod work;
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::fs::{self, vfs, Errno, OpenFlags};
+use pipe::{Console, FileSink, Sink};
+
+/// Longest command line; further bytes are dropped until the line ends.
+const MAX_LINE: usize = 4096;
+
+/// Runs the shell (called on the boot CPU's shell task). Never returns:
+/// `poweroff` and `exit` stop the machine.
+pub fn run() {
+    fs::init();
+    crate::trace::control::init();
+    let mut editor = LineEditor::default();
+    loop {
+        print!("{} # ", vfs::getcwd());
+        let line = editor.read_line();
+        fs::clear_signal();
+        execute_line(&line);
+    }
+}
+
+/// Reads lines from the console with echo and backspace editing.
+#[derive(Default)]
+struct LineEditor {
+    /// The previous line ended with CR: a LF right after it is the second
+    /// half of a CRLF, not an empty line.
+    after_cr: bool,
+}
+
+impl LineEditor {
+    fn read_line(&mut self) -> String {
+        let mut line: Vec<u8> = Vec::new();
+        loop {
+            let b = crate::console::read_byte();
+            let after_cr = core::mem::replace(&mut self.after_cr, false);
+            match b {
+                b'\n' if after_cr => {}
+                b'\r' | b'\n' => {
+                    self.after_cr = b == b'\r';
+                    crate::console::write_bytes(b"\n");
+                    return String::from_utf8_lossy(&line).into_owned();
+                }
+                0x08 | 0x7f => {
+                    if !line.is_empty() {
+                        // Remove a whole UTF-8 character.
+                        while let Some(c) = line.pop() {
+                            if c & 0xc0 != 0x80 {
+                                break;
+                            }
+                        }
+                        crate::console::write_bytes(b"\x08 \x08");
+                    }
+                }
+                0x03 => {
+                    // Ctrl-C at the prompt discards the line. If a command
+                    // already consumed this Ctrl-C, the byte is just dropped.
+                    if crate::console::take_interrupt() {
+                        crate::console::write_bytes(b"^C\n");
+                        return String::new();
+                    }
+                }
+                0x1b => {
+                    // An escape sequence (arrow keys): ESC [ ... final byte.
+                    if crate::console::read_byte() == b'[' {
+                        while !(0x40..=0x7e).contains(&crate::console::read_byte()) {}
+                    }
+                }
+                b'\t' => {
+                    if line.len() < MAX_LINE {
+                        line.push(b' ');
+                        crate::console::write_bytes(b" ");
+                    }
+                }
+                b if b >= 0x20 => {
+                    if line.len() < MAX_LINE {
+                        line.push(b);
+                        crate::console::write_bytes(&[b]);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Parses and runs one command line.
+pub fn execute_line(line: &str) {
+    let stages = match parse::parse_line(line) {
+        Ok(stages) => stages,
+        Err(msg) => {
+            println!("sh: {}", msg);
+            return;
+        }
+    };
+    if stages.is_empty() {
+        return;
+    }
+    run_pipeline(stages);
+    if fs::signal_pending() {
+        println!("^C");
+    }
+}
+
+/// Flags for `> FILE` and `>> FILE`.
+fn redirect_flags(append: bool) -> OpenFlags {
+    let mode = if append {
+        OpenFlags::O_APPEND
+    } else {
+        OpenFlags::O_TRUNC
+    };
+    OpenFlags::O_WRONLY | OpenFlags::O_CREAT | mode
+}
+
+fn run_pipeline(mut stages: Vec<parse::Stage>) {
+    for stage in &stages[..stages.len() - 1] {
+        if stage.redirect.is_some() {
+            println!("sh: only the last command of a pipeline can be redirected");
+            return;
+        }
+    }
+    let last = stages.len() - 1;
+    let mut sink: Box<dyn Sink> = match &stages[last].redirect {
+        None => Box::new(Console),
+        Some((path, append)) => match vfs::open(path, redirect_flags(*append)) {
+            Ok(file) => Box::new(FileSink(file)),
+            Err(e) => {
+                println!("sh: can't create {}: {}", path, e);
+                return;
+            }
+        },
+    };
+    if stages[0].argv.is_empty() {
+        return; // `> file` alone: the open above did it.
+    }
+    // Wrap the sink in the filters of stages 1.., from the last one back.
+    while stages.len() > 1 {
+        let stage = stages.pop().unwrap_or_default();
+        match commands::make_filter(&stage.argv, sink) {
+            Ok(filter) => sink = filter,
+            Err(msg) => {
+                println!("{}", msg);
+                return;
+            }
+        }
+    }
+    let first = stages.pop().unwrap_or_default();
+    let mut out = Output {
+        sink,
+        stopped: false,
+    };
+    commands::run_command(&first.argv, &mut out);
+    out.finish(&first.argv[0]);
+}
+
+/// A command's standard output: the head of the pipeline.
+pub struct Output {
+    sink: Box<dyn Sink>,
+    /// Set when the reader is gone or a write failed: stop producing.
+    stopped: bool,
+}
+
+impl Output {
+    /// Writes `data`; returns false if the command should stop (reader gone,
+    /// write error already reported, or Ctrl-C).
+    pub fn emit(&mut self, cmd: &str, data: &[u8]) -> bool {
+        if self.stopped {
+            return false;
+        }
+        match self.sink.write(data) {
+            Ok(()) => !fs::signal_pending(),
+            Err(e) => {
+                self.stopped = true;
+                report_write_error(cmd, e);
+                false
+            }
+        }
+    }
+
+    pub fn emit_str(&mut self, cmd: &str, s: &str) -> bool {
+        self.emit(cmd, s.as_bytes())
+    }
+
+    fn finish(&mut self, cmd: &str) {
+        if let Err(e) = self.sink.finish() {
+            report_write_error(cmd, e);
+        }
+    }
+}
+
+fn report_write_error(cmd: &str, e: Errno) {
+    match e {
+        Errno::EPIPE => {} // the reader is gone (head got its lines)
+        _ if cmd == "echo" => println!("sh: echo: write error: {}", e),
+        _ => println!("{}: write error: {}", cmd, e),
+    }
+}

@@ -1,0 +1,384 @@
+//! Workloads that keep every CPU busy so that there is something to trace.
+//!
+//! - `work files N`: one thread per CPU creates, writes, appends to, reads
+//!   back (and checks) and deletes N ramfs files.
+//! - `work sleep N`: one pair of threads per CPU (ping on CPU c, pong on
+//!   CPU c+1) hands a token back and forth N times; each side sleeps a
+//!   little and wakes the other through a wait queue.
+//! - `work compute N`: one thread per CPU runs N iterations of a recursive
+//!   call tree made of several distinct functions; every CPU must get the
+//!   same result, which is printed so a test can check it.
+//! - `work all SECONDS`: all three on every CPU until the time is up or
+//!   Ctrl-C, then a summary.
+//!
+//! Every function the threads run is `#[inline(never)]` so it has its own
+//! `__fentry__` call site and shows up in function traces.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::hint::black_box;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use super::Output;
+use crate::fs::{self, vfs, OpenFlags};
+use crate::sched::{JoinHandle, WaitQueue};
+
+/// Depth of the `work compute` call tree: 2^(depth+1) node calls per iteration.
+pub const COMPUTE_TREE_DEPTH: u32 = 10;
+
+/// Shared by the threads of one `work` command.
+#[derive(Default)]
+struct WorkState {
+    stop: AtomicBool,
+    finished: AtomicUsize,
+    files: AtomicU64,
+    errors: AtomicU64,
+    compute_iterations: AtomicU64,
+    round_trips: AtomicU64,
+    wakeups: AtomicU64,
+}
+
+/// One ping-pong pair's token.
+struct PingPong {
+    /// 0: ping's turn, 1: pong's turn.
+    turn: AtomicUsize,
+    wq: WaitQueue,
+}
+
+pub fn run(args: &[String], out: &mut Output) {
+    let usage = "Usage: work files|sleep|compute N  or  work all SECONDS";
+    let (Some(kind), Some(arg)) = (args.first(), args.get(1)) else {
+        println!("{}", usage);
+        return;
+    };
+    let state = Arc::new(WorkState::default());
+    let cpus = crate::arch::nr_cpus();
+    match kind.as_str() {
+        "files" | "sleep" | "compute" => {
+            let Ok(n) = arg.parse::<u64>() else {
+                println!("work: invalid number '{}'", arg);
+                return;
+            };
+            let (handles, pairs) = match kind.as_str() {
+                "files" => (spawn_files(&state, cpus, Some(n)), Vec::new()),
+                "sleep" => spawn_sleep(&state, cpus, Some(n)),
+                _ => (spawn_compute(&state, cpus, Some(n)), Vec::new()),
+            };
+            let results = wait(&state, handles, &pairs, None);
+            let interrupted = if state.stop.load(Ordering::SeqCst) {
+                " (interrupted)"
+            } else {
+                ""
+            };
+            let errors = state.errors.load(Ordering::SeqCst);
+            let text = match kind.as_str() {
+                "files" => format!(
+                    "work files: {} cpus x {} files, {} verified, {} errors{}\n",
+                    cpus,
+                    n,
+                    state.files.load(Ordering::SeqCst),
+                    errors,
+                    interrupted
+                ),
+                "sleep" => format!(
+                    "work sleep: {} pairs x {} round trips, {} done, {} wake-ups{}\n",
+                    pairs.len(),
+                    n,
+                    state.round_trips.load(Ordering::SeqCst),
+                    state.wakeups.load(Ordering::SeqCst),
+                    interrupted
+                ),
+                _ => compute_summary(cpus, n, &results, interrupted),
+            };
+            out.emit_str("work", &text);
+        }
+        "all" => {
+            let Some(ns) = super::commands::parse_seconds(arg) else {
+                println!("work: invalid number '{}'", arg);
+                return;
+            };
+            let start = crate::time::now_ns();
+            let mut handles = spawn_files(&state, cpus, None);
+            handles.extend(spawn_compute(&state, cpus, None));
+            let (sleepers, pairs) = spawn_sleep(&state, cpus, None);
+            handles.extend(sleepers);
+            wait(&state, handles, &pairs, Some(start.saturating_add(ns)));
+            let elapsed = crate::time::now_ns() - start;
+            let interrupted = if fs::signal_pending() {
+                " (interrupted)"
+            } else {
+                ""
+            };
+            let text = format!(
+                "work all: {}.{:03} s on {} cpus: {} files, {} compute iterations, {} round trips, {} errors{}\n",
+                elapsed / 1_000_000_000,
+                elapsed / 1_000_000 % 1000,
+                cpus,
+                state.files.load(Ordering::SeqCst),
+                state.compute_iterations.load(Ordering::SeqCst),
+                state.round_trips.load(Ordering::SeqCst),
+                state.errors.load(Ordering::SeqCst),
+                interrupted
+            );
+            out.emit_str("work", &text);
+        }
+        _ => println!("{}", usage),
+    }
+}
+
+/// Waits for the threads, polling for Ctrl-C and the deadline every 10 ms;
+/// then stops them, wakes any sleeper and joins. Returns each thread's
+/// result value (for compute).
+fn wait(
+    state: &Arc<WorkState>,
+    handles: Vec<(JoinHandle, Arc<AtomicU64>)>,
+    pairs: &[Arc<PingPong>],
+    deadline: Option<u64>,
+) -> Vec<u64> {
+    let total = handles.len();
+    while state.finished.load(Ordering::SeqCst) < total {
+        let expired = deadline.is_some_and(|d| crate::time::now_ns() >= d);
+        if expired || fs::signal_pending() {
+            state.stop.store(true, Ordering::SeqCst);
+            for p in pairs {
+                p.wq.wake_all();
+            }
+        }
+        crate::sched::sleep_ns(10_000_000);
+    }
+    let mut results = Vec::new();
+    for (h, result) in handles {
+        h.join();
+        results.push(result.load(Ordering::SeqCst));
+    }
+    results
+}
+
+fn spawn_worker(
+    state: &Arc<WorkState>,
+    cpu: usize,
+    name: String,
+    body: impl FnOnce(&WorkState) -> u64 + Send + 'static,
+) -> (JoinHandle, Arc<AtomicU64>) {
+    let result = Arc::new(AtomicU64::new(0));
+    let (st, res) = (state.clone(), result.clone());
+    let handle = crate::sched::spawn_on(cpu, &name, move || {
+        res.store(body(&st), Ordering::SeqCst);
+        st.finished.fetch_add(1, Ordering::SeqCst);
+    });
+    (handle, result)
+}
+
+// ---------------------------------------------------------------- files
+
+fn spawn_files(
+    state: &Arc<WorkState>,
+    cpus: usize,
+    n: Option<u64>,
+) -> Vec<(JoinHandle, Arc<AtomicU64>)> {
+    (0..cpus)
+        .map(|cpu| {
+            spawn_worker(state, cpu, format!("work-files/{}", cpu), move |st| {
+                let mut i = 0;
+                while n.is_none_or(|n| i < n) && !st.stop.load(Ordering::Relaxed) {
+                    if files_one(cpu, i) {
+                        st.files.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        st.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+                0
+            })
+        })
+        .collect()
+}
+
+/// The content written to file `i` of `cpu` (then a line is appended).
+#[inline(never)]
+fn files_content(cpu: usize, i: u64) -> String {
+    let mut s = String::new();
+    for line in 0..8 {
+        s.push_str(&format!("cpu {} file {} line {}\n", cpu, i, line));
+    }
+    s
+}
+
+/// Creates, writes, appends to, reads back and deletes one file; true if
+/// everything worked and the content read back is right.
+#[inline(never)]
+fn files_one(cpu: usize, i: u64) -> bool {
+    let path = format!("/tmp/work-{}-{}", cpu, i);
+    let content = files_content(cpu, i);
+    if files_write(&path, content.as_bytes(), false).is_err() {
+        return false;
+    }
+    if files_write(&path, b"appended\n", true).is_err() {
+        return false;
+    }
+    let ok = match vfs::read_file(&path) {
+        Ok(data) => files_check(&data, content.as_bytes()),
+        Err(_) => false,
+    };
+    vfs::unlink(&path).is_ok() && ok
+}
+
+#[inline(never)]
+fn files_write(path: &str, data: &[u8], append: bool) -> Result<(), fs::Errno> {
+    let mode = if append {
+        OpenFlags::O_APPEND
+    } else {
+        OpenFlags::O_TRUNC
+    };
+    let mut f = vfs::open(path, OpenFlags::O_WRONLY | OpenFlags::O_CREAT | mode)?;
+    f.write_all(data)
+}
+
+#[inline(never)]
+fn files_check(data: &[u8], content: &[u8]) -> bool {
+    data.len() == content.len() + 9 && data.starts_with(content) && data.ends_with(b"appended\n")
+}
+
+// ---------------------------------------------------------------- sleep
+
+fn spawn_sleep(
+    state: &Arc<WorkState>,
+    cpus: usize,
+    n: Option<u64>,
+) -> (Vec<(JoinHandle, Arc<AtomicU64>)>, Vec<Arc<PingPong>>) {
+    let mut handles = Vec::new();
+    let mut pairs = Vec::new();
+    for cpu in 0..cpus {
+        let pair = Arc::new(PingPong {
+            turn: AtomicUsize::new(0),
+            wq: WaitQueue::new(),
+        });
+        pairs.push(pair.clone());
+        let p = pair.clone();
+        handles.push(spawn_worker(
+            state,
+            cpu,
+            format!("work-ping/{}", cpu),
+            move |st| ping_pong(st, &p, 0, n),
+        ));
+        let p = pair.clone();
+        let other = (cpu + 1) % cpus;
+        handles.push(spawn_worker(
+            state,
+            other,
+            format!("work-pong/{}", cpu),
+            move |st| ping_pong(st, &p, 1, n),
+        ));
+    }
+    (handles, pairs)
+}
+
+/// One side of a ping-pong pair: waits for its turn, sleeps a little,
+/// passes the turn and wakes the other side.
+#[inline(never)]
+fn ping_pong(st: &WorkState, pair: &PingPong, me: usize, n: Option<u64>) -> u64 {
+    let mut rounds = 0;
+    while n.is_none_or(|n| rounds < n) {
+        let my_turn = || pair.turn.load(Ordering::SeqCst) == me;
+        let stopped = || st.stop.load(Ordering::SeqCst);
+        // wait_until may return early (Ctrl-C typed): wait again until
+        // it is really our turn or the shell says stop.
+        while !my_turn() && !stopped() {
+            pair.wq.wait_until(|| my_turn() || stopped());
+        }
+        if stopped() {
+            break;
+        }
+        ping_pong_nap(me);
+        pair.turn.store(1 - me, Ordering::SeqCst);
+        pair.wq.wake_all();
+        st.wakeups.fetch_add(1, Ordering::Relaxed);
+        if me == 1 {
+            st.round_trips.fetch_add(1, Ordering::Relaxed);
+        }
+        rounds += 1;
+    }
+    rounds
+}
+
+/// Sleeps 50 µs (ping) or 100 µs (pong).
+#[inline(never)]
+fn ping_pong_nap(me: usize) {
+    crate::sched::sleep_ns(50_000 * (me as u64 + 1));
+}
+
+// ---------------------------------------------------------------- compute
+
+fn spawn_compute(
+    state: &Arc<WorkState>,
+    cpus: usize,
+    n: Option<u64>,
+) -> Vec<(JoinHandle, Arc<AtomicU64>)> {
+    (0..cpus)
+        .map(|cpu| {
+            spawn_worker(state, cpu, format!("work-compute/{}", cpu), move |st| {
+                let mut sum: u64 = 0;
+                let mut i = 0;
+                while n.is_none_or(|n| i < n) && !st.stop.load(Ordering::Relaxed) {
+                    sum = sum.wrapping_add(compute_iteration(i));
+                    st.compute_iterations.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+                sum
+            })
+        })
+        .collect()
+}
+
+fn compute_summary(cpus: usize, n: u64, results: &[u64], interrupted: &str) -> String {
+    let first = results.first().copied().unwrap_or(0);
+    if !interrupted.is_empty() {
+        return format!(
+            "work compute: {} cpus x {} iterations{}\n",
+            cpus, n, interrupted
+        );
+    }
+    match results.iter().position(|&r| r != first) {
+        None => format!(
+            "work compute: {} cpus x {} iterations, result {}\n",
+            cpus, n, first
+        ),
+        Some(cpu) => format!(
+            "work compute: MISMATCH: cpu 0 got {}, cpu {} got {}\n",
+            first, cpu, results[cpu]
+        ),
+    }
+}
+
+/// One iteration: the whole tree for seed `i`.
+#[inline(never)]
+pub fn compute_iteration(i: u64) -> u64 {
+    compute_node(COMPUTE_TREE_DEPTH, black_box(i))
+}
+
+#[inline(never)]
+fn compute_node(depth: u32, x: u64) -> u64 {
+    if depth == 0 {
+        compute_leaf(x)
+    } else {
+        compute_left(depth - 1, x).wrapping_add(compute_right(depth - 1, x))
+    }
+}
+
+#[inline(never)]
+fn compute_left(depth: u32, x: u64) -> u64 {
+    compute_node(depth, black_box(x.wrapping_mul(3).wrapping_add(1)))
+}
+
+#[inline(never)]
+fn compute_right(depth: u32, x: u64) -> u64 {
+    compute_node(depth, black_box(x ^ 0x5a5a))
+}
+
+/// A leaf: the top 5 bits of a multiplicative hash (0..=31).
+#[inline(never)]
+fn compute_leaf(x: u64) -> u64 {
+    black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59)
+}

@@ -1,0 +1,348 @@
+//! The top-level tracefs control files and the tracer registry
+//! (Linux: kernel/trace/trace.c: `register_tracer`, `tracing_set_tracer`,
+//! `tracing_on`, `s_show`'s header, `readme_msg`).
+//!
+//! A tracer is a [`Tracer`]: a name plus hooks that run when it becomes the
+//! current tracer (`init`), stops being it (`reset`), and when `tracing_on`
+//! flips (`start`/`stop`). [`register_tracer`] adds one to the list shown by
+//! `available_tracers`; like Linux it is pushed at the front, so the newest
+//! tracer is listed first and `nop` (registered at boot) last.
+//!
+//! The files made here:
+//! - `available_tracers`: registered tracer names, space-separated, `\n`.
+//! - `current_tracer`: reads `"<name>\n"`; a write selects a tracer by name,
+//!   trailing whitespace (echo's newline) removed; unknown name: EINVAL.
+//! - `tracing_on`: `0`/`1`; a write is a decimal number (kstrtoul), zero turns
+//!   recording off, anything else on, as Linux's `rb_simple_write`.
+//! - `trace`: the header `s_show` prints, then the events. The events and the
+//!   entry counts come from the ring buffer through [`set_trace_buffer`];
+//!   until one is installed the buffer is empty (0/0). Opening `trace` for
+//!   writing with `O_TRUNC` (`echo > trace`) clears the buffer.
+//! - `README`: the mini-HOWTO; tracer code adds its lines with
+//!   [`readme_add`].
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use spin::{Mutex, Once};
+
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::{Errno, OpenFile, OpenFlags};
+
+/// Longest tracer name (Linux's `MAX_TRACER_SIZE`); a longer write to
+/// `current_tracer` is cut to this length first.
+pub const MAX_TRACER_SIZE: usize = 100;
+
+/// A tracer (Linux's `struct tracer`). Hooks are optional.
+pub struct Tracer {
+    pub name: &'static str,
+    /// Runs when the tracer is selected in `current_tracer`. On error the
+    /// current tracer is `nop` (the previous one was already reset), as in
+    /// Linux.
+    pub init: Option<fn() -> Result<(), Errno>>,
+    /// Runs when another tracer is selected.
+    pub reset: Option<fn()>,
+    /// Run when `tracing_on` is set to 1 / 0 while this tracer is current.
+    pub start: Option<fn()>,
+    pub stop: Option<fn()>,
+    /// Replaces the default `trace` header (function_graph has its own).
+    /// Receives the output, the entries in the buffer and the entries written.
+    pub print_header: Option<fn(&mut String, u64, u64)>,
+}
+
+/// The tracer that traces nothing (Linux: kernel/trace/trace_nop.c).
+pub static NOP_TRACE: Tracer = Tracer {
+    name: "nop",
+    init: None,
+    reset: None,
+    start: None,
+    stop: None,
+    print_header: None,
+};
+
+/// Registered tracers, newest first (Linux's `trace_types` list).
+static TRACE_TYPES: Mutex<Vec<&'static Tracer>> = Mutex::new(Vec::new());
+/// The current tracer (Linux's `tr->current_trace`). Held only to read or
+/// replace the pointer.
+static CURRENT: Mutex<&'static Tracer> = Mutex::new(&NOP_TRACE);
+/// Serializes tracer switches and `tracing_on` writes with the hooks they
+/// run (Linux's `trace_types_lock`). Hooks must not write these files.
+static TRACE_TYPES_LOCK: Mutex<()> = Mutex::new(());
+/// Linux's `ring_buffer_record_on/off` state as seen by `tracing_on`. On at boot.
+static TRACING_ON: AtomicBool = AtomicBool::new(true);
+
+/// What the `trace` file needs from the ring buffer.
+pub trait TraceBuffer: Send + Sync {
+    /// (entries in the buffer, entries written since the last reset),
+    /// summed over the CPUs (Linux's `get_total_entries`).
+    fn entries(&self) -> (u64, u64);
+    /// Empties every CPU's buffer (`echo > trace`).
+    fn reset(&self);
+    /// Appends the event lines, oldest first, as the `trace` file shows them.
+    fn print_events(&self, out: &mut String);
+}
+
+static TRACE_BUFFER: Mutex<Option<&'static dyn TraceBuffer>> = Mutex::new(None);
+
+/// Installs the ring buffer that `trace` shows.
+pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
+    *TRACE_BUFFER.lock() = Some(buffer);
+}
+
+/// Adds a tracer (Linux: `register_tracer`). EINVAL for an empty or too
+/// long name, EBUSY if the name is taken (Linux logs "already registered"
+/// and fails).
+pub fn register_tracer(tracer: &'static Tracer) -> Result<(), Errno> {
+    if tracer.name.is_empty() || tracer.name.len() >= MAX_TRACER_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let mut types = TRACE_TYPES.lock();
+    if types.iter().any(|t| t.name == tracer.name) {
+        return Err(Errno::EBUSY);
+    }
+    types.insert(0, tracer);
+    Ok(())
+}
+
+/// The current tracer.
+pub fn current_tracer() -> &'static Tracer {
+    *CURRENT.lock()
+}
+
+/// Selects the tracer called `name` (Linux: `tracing_set_tracer`).
+/// EINVAL if there is none; selecting the current one does nothing.
+pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
+    let new = TRACE_TYPES
+        .lock()
+        .iter()
+        .copied()
+        .find(|t| t.name == name)
+        .ok_or(Errno::EINVAL)?;
+    let _guard = TRACE_TYPES_LOCK.lock();
+    let old = current_tracer();
+    if core::ptr::eq(old, new) {
+        return Ok(());
+    }
+    if let Some(reset) = old.reset {
+        reset();
+    }
+    *CURRENT.lock() = &NOP_TRACE;
+    // Linux resets the buffer when the tracer changes.
+    let buffer = *TRACE_BUFFER.lock();
+    if let Some(buffer) = buffer {
+        buffer.reset();
+    }
+    if let Some(init) = new.init {
+        init()?;
+    }
+    *CURRENT.lock() = new;
+    Ok(())
+}
+
+/// True while the ring buffer records (`tracing_on` reads 1).
+pub fn tracing_is_on() -> bool {
+    TRACING_ON.load(Ordering::Relaxed)
+}
+
+/// Turns recording on (Linux: `tracing_on()`, `tracer_tracing_on`). Takes
+/// no lock: callable from anywhere, including a tracer's hooks.
+pub fn tracing_on() {
+    TRACING_ON.store(true, Ordering::SeqCst);
+}
+
+/// Turns recording off (Linux: `tracing_off()`, used by the `traceoff`
+/// trigger). Tracer callbacks still run; only the buffer stops recording.
+pub fn tracing_off() {
+    TRACING_ON.store(false, Ordering::SeqCst);
+}
+
+/// Appends `# tracer: NAME` and the default header to `out`
+/// (Linux: `s_show` + `print_func_help_header_irq` with irq-info on and
+/// record-tgid off, the defaults).
+pub fn print_trace_header(out: &mut String, tracer: &Tracer, entries: u64, written: u64) {
+    let _ = writeln!(out, "# tracer: {}", tracer.name);
+    out.push_str("#\n");
+    match tracer.print_header {
+        Some(print) => print(out, entries, written),
+        None => print_func_help_header_irq(out, entries, written),
+    }
+}
+
+/// The default header for an event list (Linux: `print_event_info` +
+/// `print_func_help_header_irq`; `prec` is 2 without record-tgid).
+pub fn print_func_help_header_irq(out: &mut String, entries: u64, written: u64) {
+    let _ = writeln!(
+        out,
+        "# entries-in-buffer/entries-written: {}/{}   #P:{}",
+        entries,
+        written,
+        crate::arch::nr_cpus()
+    );
+    out.push_str("#\n");
+    let space = &"            "[..2];
+    let _ = writeln!(
+        out,
+        "#                            {space}  _-----=> irqs-off/BH-disabled"
+    );
+    let _ = writeln!(
+        out,
+        "#                            {space} / _----=> need-resched"
+    );
+    let _ = writeln!(
+        out,
+        "#                            {space}| / _---=> hardirq/softirq"
+    );
+    let _ = writeln!(
+        out,
+        "#                            {space}|| / _--=> preempt-depth"
+    );
+    let _ = writeln!(
+        out,
+        "#                            {space}||| / _-=> migrate-disable"
+    );
+    let _ = writeln!(out, "#                            {space}|||| /     delay");
+    let tgid = &"     TGID   "[..2];
+    let _ = writeln!(
+        out,
+        "#           TASK-PID  {tgid} CPU#  |||||  TIMESTAMP  FUNCTION"
+    );
+    let tgid_bar = &"       |    "[..2];
+    let _ = writeln!(
+        out,
+        "#              | |    {tgid_bar}   |   |||||     |         |"
+    );
+}
+
+/// The text of `trace`: header, then the events.
+fn trace_show() -> String {
+    let buffer = *TRACE_BUFFER.lock();
+    let (entries, written) = buffer.map_or((0, 0), |b| b.entries());
+    let mut out = String::new();
+    print_trace_header(&mut out, current_tracer(), entries, written);
+    if let Some(buffer) = buffer {
+        buffer.print_events(&mut out);
+    }
+    out
+}
+
+fn available_tracers_show() -> String {
+    let types = TRACE_TYPES.lock();
+    let names: Vec<&str> = types.iter().map(|t| t.name).collect();
+    let mut out = names.join(" ");
+    out.push('\n');
+    out
+}
+
+/// A write to `current_tracer` (Linux: `tracing_set_trace_write`): at most
+/// MAX_TRACER_SIZE bytes are looked at, trailing whitespace is removed.
+fn current_tracer_store(text: &str) -> Result<(), Errno> {
+    let mut end = text.len().min(MAX_TRACER_SIZE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let name = text[..end].trim_end_matches(|c: char| c.is_ascii_whitespace());
+    tracing_set_tracer(name)
+}
+
+/// A write to `tracing_on` (Linux: `rb_simple_write`): a kstrtoul number,
+/// non-zero turns recording on and runs the tracer's start hook, zero turns
+/// it off and runs the stop hook.
+fn tracing_on_store(text: &str) -> Result<(), Errno> {
+    let val = tracefs::parse_ulong(text)?;
+    let _guard = TRACE_TYPES_LOCK.lock();
+    let tracer = current_tracer();
+    if val != 0 {
+        tracing_on();
+        if let Some(start) = tracer.start {
+            start();
+        }
+    } else {
+        tracing_off();
+        if let Some(stop) = tracer.stop {
+            stop();
+        }
+    }
+    Ok(())
+}
+
+const README_HEAD: &str = "tracing mini-HOWTO:\n\n\
+# echo 0 > tracing_on : quick way to disable tracing\n\
+# echo 1 > tracing_on : quick way to re-enable tracing\n\n \
+Important files:\n  \
+trace\t\t\t- The static contents of the buffer\n\
+\t\t\t  To clear the buffer write into this file: echo > trace\n  \
+current_tracer\t- function and latency tracers\n  \
+available_tracers\t- list of configured tracers for current_tracer\n  \
+tracing_on\t\t- 0 stops recording into the buffer, 1 resumes it\n  \
+README\t\t- this text\n";
+
+/// Lines added to README by tracer code, in order.
+static README_EXTRA: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// Adds a section to README, e.g. `"  trace_pipe\t\t- A consuming read to
+/// see the contents of the buffer\n"` when trace_pipe is created.
+pub fn readme_add(text: &'static str) {
+    README_EXTRA.lock().push(text);
+}
+
+fn readme_show() -> String {
+    let mut out = String::from(README_HEAD);
+    for extra in README_EXTRA.lock().iter() {
+        out.push_str(extra);
+    }
+    out
+}
+
+/// Opening `trace`: a snapshot of header and events; with write access and
+/// `O_TRUNC` the buffer is cleared first. Writes are accepted and ignored
+/// (Linux's `tracing_write_stub`), so `echo > trace` succeeds.
+fn trace_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    if flags.writable() && flags.truncate() {
+        if let Some(buffer) = *TRACE_BUFFER.lock() {
+            buffer.reset();
+        }
+    }
+    let text = if flags.readable() {
+        trace_show()
+    } else {
+        String::new()
+    };
+    Ok(Box::new(SeqFile::new(text).with_write(|buf| Ok(buf.len()))))
+}
+
+static INIT: Once<()> = Once::new();
+
+/// Registers `nop` and creates the control files in the tracefs root.
+/// Idempotent; run at boot before other tracers register.
+pub fn init() {
+    INIT.call_once(|| {
+        register_tracer(&NOP_TRACE).expect("register nop");
+        let root = tracefs::root();
+        create_control_files(&root).expect("create tracefs control files");
+    });
+}
+
+fn create_control_files(root: &Dentry) -> Result<(), Errno> {
+    tracefs::create_show(root, "available_tracers", available_tracers_show)?;
+    tracefs::create_show_store(
+        root,
+        "current_tracer",
+        TRACE_MODE_WRITE,
+        || format!("{}\n", current_tracer().name),
+        Some(current_tracer_store),
+    )?;
+    tracefs::create_show_store(
+        root,
+        "tracing_on",
+        TRACE_MODE_WRITE,
+        || String::from(if tracing_is_on() { "1\n" } else { "0\n" }),
+        Some(tracing_on_store),
+    )?;
+    tracefs::create_file(root, "trace", TRACE_MODE_WRITE, trace_open)?;
+    tracefs::create_show(root, "README", readme_show)?;
+    Ok(())
+}
