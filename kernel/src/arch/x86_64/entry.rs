@@ -1,0 +1,112 @@
+//! Interrupt and exception entry (Linux: arch/x86/entry/entry_64.S,
+//! idtentry.h).
+//!
+//! Every one of the 256 vectors gets a 16-byte stub. The stub pushes a dummy
+//! error code when the CPU does not push one, then the vector number, and
+//! jumps to `common_interrupt`, which saves all general registers so that the
+//! stack holds a complete [`PtRegs`]. Rust code gets `&mut PtRegs`: changing
+//! `rip` or `rsp` there changes where the interrupted code resumes (the int3
+//! handler of the code patcher relies on this).
+use core::arch::global_asm;
+
+/// The registers of the interrupted context, in stack order (Linux: pt_regs).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PtRegs {
+    pub r15: u64,
+    pub r14: u64,
+    pub r13: u64,
+    pub r12: u64,
+    pub rbp: u64,
+    pub rbx: u64,
+    pub r11: u64,
+    pub r10: u64,
+    pub r9: u64,
+    pub r8: u64,
+    pub rax: u64,
+    pub rcx: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    pub vector: u64,
+    pub error_code: u64,
+    // Pushed by the CPU:
+    pub rip: u64,
+    pub cs: u64,
+    pub rflags: u64,
+    pub rsp: u64,
+    pub ss: u64,
+}
+
+global_asm!(
+    r#"
+.pushsection .text.entry, "ax"
+.balign 16
+.global idt_stubs
+idt_stubs:
+.set vec, 0
+.rept 256
+    .balign 16
+    /* Vectors 8, 10-14, 17, 21, 29, 30: the CPU pushed an error code. */
+    .if (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
+    .else
+    push 0
+    .endif
+    push vec
+    jmp common_interrupt
+    .set vec, vec + 1
+.endr
+
+common_interrupt:
+    cld
+    push rdi
+    push rsi
+    push rdx
+    push rcx
+    push rax
+    push r8
+    push r9
+    push r10
+    push r11
+    push rbx
+    push rbp
+    push r12
+    push r13
+    push r14
+    push r15
+    mov rdi, rsp            /* &mut PtRegs */
+    mov rbx, rsp            /* callee-saved: the unaligned stack pointer */
+    and rsp, -16
+    call interrupt_dispatch
+    mov rsp, rbx
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbp
+    pop rbx
+    pop r11
+    pop r10
+    pop r9
+    pop r8
+    pop rax
+    pop rcx
+    pop rdx
+    pop rsi
+    pop rdi
+    add rsp, 16             /* vector and error code */
+    iretq
+.popsection
+"#
+);
+
+extern "C" {
+    static idt_stubs: u8;
+}
+
+/// The address of the entry stub for `vector`.
+pub fn stub_address(vector: u8) -> u64 {
+    // SAFETY: only the address of the asm symbol is taken.
+    let base = unsafe { &idt_stubs as *const u8 as u64 };
+    base + 16 * vector as u64
+}

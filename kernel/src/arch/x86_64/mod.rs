@@ -1,0 +1,122 @@
+//! x86_64 support (Linux: arch/x86/). Boot, descriptor tables, interrupts,
+//! paging, the local and I/O APICs, SMP start-up, the TSC clock and the
+//! context switch.
+pub mod acpi;
+pub mod apic;
+pub mod boot;
+pub mod entry;
+pub mod ftrace;
+pub mod gdt;
+pub mod idt;
+pub mod paging;
+pub mod percpu;
+pub mod serial;
+pub mod smp;
+pub mod switch;
+pub mod traps;
+pub mod tsc;
+
+use core::arch::asm;
+
+pub use percpu::{cpu_id, nr_cpus};
+pub use smp::{apic_id, smp_call_function};
+
+/// The exit status QEMU reports (through qemu.sh) when the kernel panics.
+pub const PANIC_EXIT: u32 = 101;
+
+/// Runs `f` with interrupts disabled on this CPU, restoring the previous state.
+#[inline(always)]
+pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    let flags = local_irq_save();
+    let r = f();
+    local_irq_restore(flags);
+    r
+}
+
+/// Disables interrupts and returns the previous RFLAGS (Linux: local_irq_save).
+#[inline(always)]
+pub fn local_irq_save() -> u64 {
+    let flags: u64;
+    // SAFETY: reads RFLAGS and clears IF; no memory is touched.
+    unsafe { asm!("pushfq; pop {}; cli", out(reg) flags, options(nomem, preserves_flags)) };
+    flags
+}
+
+/// Restores the interrupt flag saved by [`local_irq_save`].
+#[inline(always)]
+pub fn local_irq_restore(flags: u64) {
+    if flags & (1 << 9) != 0 {
+        // SAFETY: re-enables interrupts, which were enabled when saved.
+        unsafe { asm!("sti", options(nomem, nostack)) };
+    }
+}
+
+/// True if interrupts are enabled on this CPU.
+#[inline(always)]
+pub fn irqs_enabled() -> bool {
+    let flags: u64;
+    // SAFETY: reads RFLAGS only.
+    unsafe { asm!("pushfq; pop {}", out(reg) flags, options(nomem, preserves_flags)) };
+    flags & (1 << 9) != 0
+}
+
+/// Enables interrupts and halts until the next one (the idle loop's body).
+#[inline(always)]
+pub fn enable_and_halt() {
+    // SAFETY: `sti; hlt` is the standard race-free idle sequence.
+    unsafe { asm!("sti; hlt", options(nomem, nostack)) };
+}
+
+/// Ends QEMU through the isa-debug-exit device; qemu.sh turns this into its
+/// own exit status `code`.
+pub fn exit_qemu(code: u32) -> ! {
+    // SAFETY: port 0xf4 is QEMU's isa-debug-exit device (see qemu.sh).
+    unsafe {
+        ::x86_64::instructions::port::Port::<u32>::new(0xf4).write(code);
+    }
+    // Not under QEMU with that device: stop here.
+    loop {
+        // SAFETY: interrupts off and halt forever.
+        unsafe { asm!("cli; hlt", options(nomem, nostack)) };
+    }
+}
+
+/// Reads the time-stamp counter.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    let lo: u32;
+    let hi: u32;
+    // SAFETY: rdtsc has no side effects.
+    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    ((hi as u64) << 32) | lo as u64
+}
+
+/// Reads a model-specific register.
+pub fn rdmsr(msr: u32) -> u64 {
+    let lo: u32;
+    let hi: u32;
+    // SAFETY: callers only name MSRs that exist on every x86_64 CPU QEMU models.
+    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack)) };
+    ((hi as u64) << 32) | lo as u64
+}
+
+/// Writes a model-specific register.
+///
+/// # Safety
+/// The MSR and value must be valid; MSRs change how the CPU behaves.
+pub unsafe fn wrmsr(msr: u32, value: u64) {
+    // SAFETY: the caller upholds the contract above.
+    unsafe {
+        asm!("wrmsr", in("ecx") msr, in("eax") value as u32, in("edx") (value >> 32) as u32,
+             options(nostack))
+    };
+}
+
+/// Reads the frame pointer of the calling function.
+#[inline(always)]
+pub fn frame_pointer() -> u64 {
+    let rbp: u64;
+    // SAFETY: reads a register.
+    unsafe { asm!("mov {}, rbp", out(reg) rbp, options(nomem, nostack, preserves_flags)) };
+    rbp
+}

@@ -1,0 +1,54 @@
+//! The 16550 UART behind COM1 (Linux: drivers/tty/serial/8250).
+use ::x86_64::instructions::port::Port;
+
+pub struct SerialPort {
+    base: u16,
+}
+
+impl SerialPort {
+    pub const fn new(base: u16) -> Self {
+        SerialPort { base }
+    }
+
+    fn port(&self, offset: u16) -> Port<u8> {
+        Port::new(self.base + offset)
+    }
+
+    /// 115200 baud, 8N1, FIFOs on, interrupt on received data.
+    pub fn init(&mut self) {
+        // SAFETY: COM1's registers are I/O ports owned by this driver.
+        unsafe {
+            self.port(1).write(0x00); // interrupts off while configuring
+            self.port(3).write(0x80); // DLAB on: divisor follows
+            self.port(0).write(0x01); // divisor 1 = 115200 baud
+            self.port(1).write(0x00);
+            self.port(3).write(0x03); // 8 bits, no parity, one stop bit
+            self.port(2).write(0x01); // FIFO on, 1-byte threshold; keep what already arrived
+            self.port(4).write(0x0b); // DTR, RTS, OUT2 (IRQ line enabled)
+            self.port(1).write(0x01); // interrupt when data arrives
+        }
+    }
+
+    /// Waits until the transmitter can take a byte, then sends it.
+    pub fn send(&mut self, byte: u8) {
+        // SAFETY: as in init.
+        unsafe {
+            while self.port(5).read() & 0x20 == 0 {
+                core::hint::spin_loop();
+            }
+            self.port(0).write(byte);
+        }
+    }
+
+    /// A received byte, if any.
+    pub fn receive(&mut self) -> Option<u8> {
+        // SAFETY: as in init.
+        unsafe {
+            if self.port(5).read() & 0x01 != 0 {
+                Some(self.port(0).read())
+            } else {
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! What happens after the entry stubs: exceptions and device interrupts
+//! (Linux: arch/x86/kernel/traps.c, irq.c, dumpstack.c).
+//!
+//! An exception the kernel cannot handle prints its name, error code, RIP and
+//! a frame-pointer backtrace, then ends QEMU with [`super::PANIC_EXIT`].
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::apic;
+use super::entry::PtRegs;
+use super::percpu::this_cpu;
+
+const EXCEPTION_NAMES: [&str; 32] = [
+    "divide error",
+    "debug",
+    "NMI",
+    "int3",
+    "overflow",
+    "bounds",
+    "invalid opcode",
+    "device not available",
+    "double fault",
+    "coprocessor segment overrun",
+    "invalid TSS",
+    "segment not present",
+    "stack segment",
+    "general protection fault",
+    "page fault",
+    "reserved 15",
+    "x87 floating point",
+    "alignment check",
+    "machine check",
+    "SIMD floating point",
+    "virtualization",
+    "control protection",
+    "reserved 22",
+    "reserved 23",
+    "reserved 24",
+    "reserved 25",
+    "reserved 26",
+    "reserved 27",
+    "hypervisor injection",
+    "VMM communication",
+    "security",
+    "reserved 31",
+];
+
+/// A handler for int3 installed by the code patcher: returns true when the
+/// breakpoint was one of its own and `regs` now says where to resume.
+static INT3_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the int3 handler of the code patcher (Linux: poke_int3_handler).
+pub fn set_int3_hook(hook: fn(&mut PtRegs) -> bool) {
+    INT3_HOOK.store(hook as usize, Ordering::Release);
+}
+
+/// The entry stubs' common handler: `regs` is the interrupted context.
+#[no_mangle]
+extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
+    let vector = regs.vector as u8;
+    if vector < 32 {
+        let cpu = this_cpu();
+        cpu.exception_depth.fetch_add(1, Ordering::Relaxed);
+        exception(regs);
+        cpu.exception_depth.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    if vector == apic::SPURIOUS_VECTOR {
+        return;
+    }
+    let cpu = this_cpu();
+    cpu.irq_depth.fetch_add(1, Ordering::Relaxed);
+    match vector {
+        apic::TIMER_VECTOR => {
+            apic::eoi();
+            crate::sched::timer_tick();
+        }
+        apic::SERIAL_VECTOR => {
+            apic::eoi();
+            crate::console::serial_interrupt();
+        }
+        apic::CALL_FUNCTION_VECTOR => {
+            apic::eoi();
+            super::smp::call_function_interrupt();
+        }
+        apic::RESCHEDULE_VECTOR => {
+            apic::eoi();
+            cpu.need_resched.store(1, Ordering::Relaxed);
+        }
+        _ => {
+            apic::eoi();
+            crate::println!("unexpected interrupt vector {vector} on cpu{}", super::cpu_id());
+        }
+    }
+    cpu.irq_depth.fetch_sub(1, Ordering::Relaxed);
+    // Preempt the interrupted task if it asked for it and was preemptible.
+    if regs.rflags & (1 << 9) != 0 {
+        crate::sched::preempt_on_irq_exit();
+    }
+}
+
+fn exception(regs: &mut PtRegs) {
+    let vector = regs.vector as usize;
+    if vector == 3 {
+        let hook = INT3_HOOK.load(Ordering::Acquire);
+        if hook != 0 {
+            // SAFETY: only `set_int3_hook` stores here, always a valid fn pointer.
+            let hook: fn(&mut PtRegs) -> bool = unsafe { core::mem::transmute(hook) };
+            if hook(regs) {
+                return;
+            }
+        }
+    }
+    die(EXCEPTION_NAMES[vector], regs);
+}
+
+static DYING: AtomicBool = AtomicBool::new(false);
+
+/// Prints the exception report and ends QEMU (Linux: die + panic).
+pub fn die(name: &str, regs: &PtRegs) -> ! {
+    if DYING.swap(true, Ordering::SeqCst) {
+        // A second CPU, or a fault while reporting: stop quietly.
+        super::exit_qemu(super::PANIC_EXIT);
+    }
+    crate::console::force_unlock();
+    crate::println!(
+        "\n*** kernel exception on cpu{}: {} (vector {}), error code {:#x}",
+        super::cpu_id(),
+        name,
+        regs.vector,
+        regs.error_code
+    );
+    if regs.vector == 14 {
+        let cr2: u64;
+        // SAFETY: reads CR2, the faulting address.
+        unsafe { core::arch::asm!("mov {}, cr2", out(reg) cr2, options(nomem, nostack)) };
+        crate::println!("faulting address (cr2): {cr2:#018x}");
+    }
+    crate::println!("RIP: {:#018x} {}", regs.rip, crate::trace::ksyms::describe(regs.rip));
+    crate::println!(
+        "RSP: {:#018x} RBP: {:#018x} RFLAGS: {:#x}",
+        regs.rsp,
+        regs.rbp,
+        regs.rflags
+    );
+    crate::println!(
+        "RAX: {:#018x} RBX: {:#018x} RCX: {:#018x} RDX: {:#018x}",
+        regs.rax,
+        regs.rbx,
+        regs.rcx,
+        regs.rdx
+    );
+    crate::println!(
+        "RSI: {:#018x} RDI: {:#018x} R8: {:#018x} R9: {:#018x}",
+        regs.rsi,
+        regs.rdi,
+        regs.r8,
+        regs.r9
+    );
+    print_backtrace(regs.rbp);
+    crate::println!("---[ end Kernel panic ]---");
+    super::exit_qemu(super::PANIC_EXIT);
+}
+
+/// Walks the frame-pointer chain from `rbp` and prints each return address
+/// (Linux: show_trace_log_lvl with the frame-pointer unwinder).
+pub fn print_backtrace(mut rbp: u64) {
+    crate::println!("Call Trace:");
+    for _ in 0..32 {
+        if rbp < 0xffff_8000_0000_0000 || rbp % 8 != 0 || !super::paging::is_mapped(rbp, 16) {
+            break;
+        }
+        // SAFETY: `rbp` is aligned and its 16 bytes are mapped (checked above);
+        // a frame holds the caller's rbp then the return address.
+        let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
+        if ret == 0 {
+            break;
+        }
+        crate::println!(" [<{:016x}>] {}", ret, crate::trace::ksyms::describe(ret));
+        if next <= rbp {
+            break;
+        }
+        rbp = next;
+    }
+}

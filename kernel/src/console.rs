@@ -1,0 +1,150 @@
+//! The serial console: output to COM1 and an input queue filled by the serial
+//! interrupt. `print!`/`println!` write here (Linux: kernel/printk, drivers/tty).
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use spin::Mutex;
+
+use crate::arch::serial::SerialPort;
+
+static COM1: Mutex<SerialPort> = Mutex::new(SerialPort::new(0x3f8));
+
+/// Set by the serial interrupt when the user types Ctrl-C.
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+/// Bytes received but not yet read by the shell.
+static INPUT: Mutex<InputRing> = Mutex::new(InputRing::new());
+
+const INPUT_SIZE: usize = 4096;
+
+struct InputRing {
+    buf: [u8; INPUT_SIZE],
+    head: usize,
+    len: usize,
+}
+
+impl InputRing {
+    const fn new() -> Self {
+        InputRing { buf: [0; INPUT_SIZE], head: 0, len: 0 }
+    }
+    fn push(&mut self, b: u8) {
+        if self.len < INPUT_SIZE {
+            self.buf[(self.head + self.len) % INPUT_SIZE] = b;
+            self.len += 1;
+        }
+    }
+    fn pop(&mut self) -> Option<u8> {
+        if self.len == 0 {
+            return None;
+        }
+        let b = self.buf[self.head];
+        self.head = (self.head + 1) % INPUT_SIZE;
+        self.len -= 1;
+        Some(b)
+    }
+}
+
+/// Initialises COM1 (115200 8N1, receive interrupt on).
+pub fn init() {
+    COM1.lock().init();
+}
+
+/// Formats straight into the port while holding its lock, so that a line
+/// printed by one CPU is never interleaved with another CPU's.
+struct Writer<'a>(&'a mut SerialPort);
+
+impl Write for Writer<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        send_all(self.0, s.as_bytes());
+        Ok(())
+    }
+}
+
+fn send_all(port: &mut SerialPort, bytes: &[u8]) {
+    for &b in bytes {
+        if b == b'\n' {
+            port.send(b'\r');
+        }
+        port.send(b);
+    }
+}
+
+/// Writes raw bytes to the console, turning `\n` into `\r\n`.
+pub fn write_bytes(bytes: &[u8]) {
+    crate::arch::without_interrupts(|| send_all(&mut COM1.lock(), bytes));
+}
+
+#[doc(hidden)]
+pub fn _print(args: fmt::Arguments) {
+    crate::arch::without_interrupts(|| {
+        let _ = Writer(&mut COM1.lock()).write_fmt(args);
+    });
+}
+
+/// Called by the serial interrupt handler for every received byte.
+pub fn receive(byte: u8) {
+    if byte == 0x03 {
+        INTERRUPT.store(true, Ordering::SeqCst);
+    }
+    crate::arch::without_interrupts(|| INPUT.lock().push(byte));
+    crate::sched::wake_console_readers();
+}
+
+/// Returns the next input byte without blocking.
+pub fn try_read_byte() -> Option<u8> {
+    crate::arch::without_interrupts(|| INPUT.lock().pop())
+}
+
+/// Blocks until an input byte arrives.
+pub fn read_byte() -> u8 {
+    loop {
+        if let Some(b) = try_read_byte() {
+            return b;
+        }
+        crate::sched::wait_console_input();
+    }
+}
+
+/// True (once) if Ctrl-C was typed since the last call, and clears it.
+pub fn take_interrupt() -> bool {
+    INTERRUPT.swap(false, Ordering::SeqCst)
+}
+
+/// True if Ctrl-C was typed and not yet cleared: long-running commands and
+/// their threads poll this to stop early; the shell clears it at the prompt.
+pub fn interrupt_pending() -> bool {
+    INTERRUPT.load(Ordering::SeqCst)
+}
+
+/// True if input is waiting.
+pub fn input_available() -> bool {
+    crate::arch::without_interrupts(|| INPUT.lock().len > 0)
+}
+
+/// The serial interrupt: move every received byte to the input queue.
+pub fn serial_interrupt() {
+    loop {
+        let byte = COM1.lock().receive();
+        match byte {
+            Some(b) => receive(b),
+            None => break,
+        }
+    }
+}
+
+/// Breaks the console lock so a dying CPU can print even if it died holding it.
+pub fn force_unlock() {
+    // SAFETY: only called on the way to stopping the machine.
+    unsafe { COM1.force_unlock() };
+}
+
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => ($crate::console::_print(format_args!($($arg)*)));
+}
+
+#[macro_export]
+macro_rules! println {
+    () => ($crate::print!("\n"));
+    ($($arg:tt)*) => ($crate::console::_print(format_args!("{}\n", format_args!($($arg)*))));
+}

@@ -1,0 +1,104 @@
+//! The task structure (Linux: struct task_struct, much reduced).
+use alloc::boxed::Box;
+use alloc::vec;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+
+use spin::Mutex;
+
+use super::WaitQueue;
+
+pub type Pid = u32;
+
+const STACK_SIZE: usize = 64 * 1024;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum TaskState {
+    /// Running or waiting in a run queue (Linux: TASK_RUNNING).
+    Runnable = 0,
+    /// Waiting for a wake-up (TASK_INTERRUPTIBLE).
+    Blocked = 1,
+    /// Finished (TASK_DEAD).
+    Dead = 2,
+}
+
+pub struct Task {
+    pub pid: Pid,
+    comm: [u8; 16],
+    state: AtomicU8,
+    /// The CPU the task runs on or is queued on.
+    pub cpu: AtomicUsize,
+    /// True while a CPU is running the task or still switching away from it.
+    pub on_cpu: AtomicBool,
+    /// True while the task is running or in a run queue.
+    pub queued: AtomicBool,
+    /// Bound to its CPU: never migrated.
+    pub pinned: bool,
+    pub is_idle: bool,
+    /// Orders blocking against waking (Linux: p->pi_lock).
+    pub pi_lock: Mutex<()>,
+    /// The stack pointer saved by the context switch.
+    pub saved_sp: UnsafeCell<u64>,
+    _stack: Option<Box<[u8]>>,
+    pub entry: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Woken when the task exits.
+    pub exit_wait: WaitQueue,
+}
+
+// SAFETY: `saved_sp` is only accessed by the CPU that switches the task in or
+// out, with interrupts off; everything else is atomic or locked.
+unsafe impl Sync for Task {}
+// SAFETY: as above.
+unsafe impl Send for Task {}
+
+impl Task {
+    /// A task; `entry` None makes a task that adopts the current stack (idle).
+    pub fn new(pid: Pid, name: &str, entry: Option<Box<dyn FnOnce() + Send>>, pinned: bool) -> Task {
+        let mut comm = [0u8; 16];
+        let n = name.len().min(15);
+        comm[..n].copy_from_slice(&name.as_bytes()[..n]);
+        let is_idle = entry.is_none();
+        let (stack, sp) = if is_idle {
+            (None, 0)
+        } else {
+            let stack = vec![0u8; STACK_SIZE].into_boxed_slice();
+            let top = stack.as_ptr() as u64 + STACK_SIZE as u64;
+            let sp = crate::arch::switch::initial_stack(top, 0);
+            (Some(stack), sp)
+        };
+        Task {
+            pid,
+            comm,
+            state: AtomicU8::new(TaskState::Runnable as u8),
+            cpu: AtomicUsize::new(0),
+            on_cpu: AtomicBool::new(false),
+            queued: AtomicBool::new(is_idle),
+            pinned: pinned || is_idle,
+            is_idle,
+            pi_lock: Mutex::new(()),
+            saved_sp: UnsafeCell::new(sp),
+            _stack: stack,
+            entry: Mutex::new(entry),
+            exit_wait: WaitQueue::new(),
+        }
+    }
+
+    /// The task's name (Linux: comm), at most 15 bytes.
+    pub fn comm(&self) -> &str {
+        let len = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
+        core::str::from_utf8(&self.comm[..len]).unwrap_or("?")
+    }
+
+    pub fn state(&self) -> TaskState {
+        match self.state.load(Ordering::Acquire) {
+            0 => TaskState::Runnable,
+            1 => TaskState::Blocked,
+            _ => TaskState::Dead,
+        }
+    }
+
+    pub fn set_state(&self, s: TaskState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+}
