@@ -1,0 +1,1059 @@
+//! `struct ring_buffer_per_cpu`: one CPU's ring of pages, its lock-free
+//! writer (reserve/commit, moving the tail and, in overwrite mode, the head)
+//! and its reader (swapping the reader page with the head page).
+
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+
+use super::event::*;
+use super::page::{BufferPage, RB_WRITE_INTCNT, RB_WRITE_MASK};
+use super::sync::{spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use super::AllocError;
+
+use Ordering::{Acquire, Relaxed, Release, SeqCst};
+
+/// Flags in the low bits of `next` (the page index is shifted left by 2).
+pub(crate) const RB_PAGE_NORMAL: usize = 0;
+pub(crate) const RB_PAGE_HEAD: usize = 1;
+pub(crate) const RB_PAGE_UPDATE: usize = 2;
+pub(crate) const RB_FLAG_MASK: usize = 3;
+/// Not a flag: returned when a reader swapped the page under us.
+pub(crate) const RB_PAGE_MOVED: usize = 4;
+
+/// Index of the reader page in a freshly linked page table.
+const READER: usize = 0;
+
+/// Bit of `record_disabled` set by `record_off` (Linux's RB_BUFFER_OFF).
+pub(crate) const RB_BUFFER_OFF: usize = 1 << 20;
+
+/// Where a reservation lives.
+pub(crate) struct Reserved {
+    pub(crate) page: usize,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// One step of the reserve loop.
+enum Step {
+    Done(Reserved),
+    Again,
+    Fail,
+}
+
+/// What a peek found on the reader page.
+pub(crate) struct Found {
+    pub(crate) page: usize,
+    pub(crate) pos: usize,
+    pub(crate) len: usize,
+    pub(crate) ts: u64,
+    pub(crate) data_start: usize,
+    pub(crate) data_len: usize,
+}
+
+pub(crate) struct RingBufferPerCpu {
+    /// Page table: index 0 at creation is the reader page, the others form
+    /// the ring. Replaced or relinked only with recording stopped on this CPU,
+    /// no writer in flight and the reader lock held.
+    pages: UnsafeCell<Vec<BufferPage>>,
+    pub(crate) nr_pages: AtomicUsize,
+    head_page: AtomicUsize,
+    tail_page: AtomicUsize,
+    commit_page: AtomicUsize,
+    reader_page: AtomicUsize,
+
+    entries: AtomicUsize,
+    entries_bytes: AtomicUsize,
+    overrun: AtomicUsize,
+    commit_overrun: AtomicUsize,
+    dropped_events: AtomicUsize,
+    committing: AtomicUsize,
+    commits: AtomicUsize,
+    pages_touched: AtomicUsize,
+    pages_read: AtomicUsize,
+
+    // Reader side (under reader_lock).
+    read: AtomicUsize,
+    read_bytes: AtomicUsize,
+    lost_events: AtomicUsize,
+    last_overrun: AtomicUsize,
+    read_stamp: AtomicU64,
+
+    // Writer-side time stamps (see the module doc of `ring_buffer`).
+    write_stamp: AtomicU64,
+    before_stamp: AtomicU64,
+
+    pub(crate) record_disabled: AtomicUsize,
+    /// Writers between `lock_reserve` and `unlock_commit` (nesting depth).
+    writers: AtomicUsize,
+    reader_lock: AtomicBool,
+}
+
+// SAFETY: all shared state is atomic except the page table and the page
+// bytes. The page table is only mutated while no writer is in flight and the
+// reader lock is held (see `quiesce`); page bytes are handed from writer to
+// reader through the Release/Acquire `commit` protocol described in the
+// module doc, so no byte is ever accessed by two threads without
+// synchronisation.
+unsafe impl Sync for RingBufferPerCpu {}
+// SAFETY: the structure owns its pages; nothing is tied to a thread.
+unsafe impl Send for RingBufferPerCpu {}
+
+/// Holds the per-CPU reader lock (Linux's `reader_lock`).
+pub(crate) struct ReaderGuard<'a>(&'a AtomicBool);
+
+impl Drop for ReaderGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Release);
+    }
+}
+
+/// Allocate `nr` pages plus the reader page.
+pub(crate) fn alloc_pages(nr: usize) -> Result<Vec<BufferPage>, AllocError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(nr + 1).map_err(|_| AllocError)?;
+    for _ in 0..nr + 1 {
+        v.push(BufferPage::new()?);
+    }
+    Ok(v)
+}
+
+/// Link `pages[1..]` into a ring with `pages[1]` as head (HEAD flag in
+/// `pages[n].next`) and `pages[0]` as the reader page pointing at the head.
+fn link_ring(pages: &[BufferPage]) {
+    let n = pages.len() - 1;
+    for i in 1..=n {
+        let next = if i == n { 1 } else { i + 1 };
+        let prev = if i == 1 { n } else { i - 1 };
+        let flag = if next == 1 { RB_PAGE_HEAD } else { RB_PAGE_NORMAL };
+        pages[i].next.store(next << 2 | flag, Relaxed);
+        pages[i].prev.store(prev, Relaxed);
+    }
+    pages[READER].next.store(1 << 2, Relaxed);
+    pages[READER].prev.store(n, Relaxed);
+}
+
+impl RingBufferPerCpu {
+    pub(crate) fn new(nr_pages: usize) -> Result<Self, AllocError> {
+        let pages = alloc_pages(nr_pages)?;
+        link_ring(&pages);
+        Ok(RingBufferPerCpu {
+            pages: UnsafeCell::new(pages),
+            nr_pages: AtomicUsize::new(nr_pages),
+            head_page: AtomicUsize::new(1),
+            tail_page: AtomicUsize::new(1),
+            commit_page: AtomicUsize::new(1),
+            reader_page: AtomicUsize::new(READER),
+            entries: AtomicUsize::new(0),
+            entries_bytes: AtomicUsize::new(0),
+            overrun: AtomicUsize::new(0),
+            commit_overrun: AtomicUsize::new(0),
+            dropped_events: AtomicUsize::new(0),
+            committing: AtomicUsize::new(0),
+            commits: AtomicUsize::new(0),
+            pages_touched: AtomicUsize::new(0),
+            pages_read: AtomicUsize::new(0),
+            read: AtomicUsize::new(0),
+            read_bytes: AtomicUsize::new(0),
+            lost_events: AtomicUsize::new(0),
+            last_overrun: AtomicUsize::new(0),
+            read_stamp: AtomicU64::new(0),
+            write_stamp: AtomicU64::new(0),
+            before_stamp: AtomicU64::new(0),
+            record_disabled: AtomicUsize::new(0),
+            writers: AtomicUsize::new(0),
+            reader_lock: AtomicBool::new(false),
+        })
+    }
+
+    /// The page table.
+    fn pages(&self) -> &[BufferPage] {
+        // SAFETY: the Vec is only mutated by `with_quiesced`, which first
+        // waits until no writer is in flight (writers enter only after
+        // checking record_disabled) and holds the reader lock (every reader
+        // path calls this only under that lock). So no `&` obtained here is
+        // alive while it is mutated.
+        unsafe { &*self.pages.get() }
+    }
+
+    // ---------------------------------------------------------------
+    // Small list helpers (Linux's rb_list_head / rb_inc_page / rb_is_*).
+    // ---------------------------------------------------------------
+
+    fn rb_inc_page(&self, idx: usize) -> usize {
+        self.pages()[idx].next.load(SeqCst) >> 2
+    }
+
+    /// `rb_is_head_page`: does `prev.next` point at `page` with the HEAD flag?
+    fn rb_is_head_page(&self, page: usize, prev: usize) -> bool {
+        self.pages()[prev].next.load(SeqCst) == (page << 2 | RB_PAGE_HEAD)
+    }
+
+    /// `rb_is_reader_page`: the reader page is the one its `prev` does not point back to.
+    fn rb_is_reader_page(&self, page: usize) -> bool {
+        let p = self.pages();
+        let prev = p[page].prev.load(SeqCst);
+        p[prev].next.load(SeqCst) >> 2 != page
+    }
+
+    /// `rb_head_page_set`: cmpxchg the flag of `prev.next` (which should point
+    /// at `head`) from `old` to `new`. Returns the flag found, or MOVED.
+    fn rb_head_page_set(&self, head: usize, prev: usize, old: usize, new: usize) -> usize {
+        let val = head << 2;
+        let ret = match self.pages()[prev].next.compare_exchange(val | old, val | new, SeqCst, SeqCst) {
+            Ok(v) | Err(v) => v,
+        };
+        if ret & !RB_FLAG_MASK != val {
+            return RB_PAGE_MOVED;
+        }
+        ret & RB_FLAG_MASK
+    }
+
+    /// The number of entries still in the buffer (`rb_num_of_entries`).
+    fn rb_num_of_entries(&self) -> isize {
+        let e = self.entries.load(Acquire);
+        let gone = self.overrun.load(Acquire).wrapping_add(self.read.load(Relaxed));
+        e.wrapping_sub(gone) as isize
+    }
+
+    // ---------------------------------------------------------------
+    // Writer side.
+    // ---------------------------------------------------------------
+
+    /// `ring_buffer_lock_reserve` for this CPU. `buffer_disabled` is the
+    /// buffer-wide record_disabled.
+    pub(crate) fn lock_reserve(
+        &self,
+        len: usize,
+        ts: u64,
+        overwrite: bool,
+        buffer_disabled: &AtomicUsize,
+    ) -> Option<Reserved> {
+        if len > BUF_MAX_DATA_SIZE {
+            return None;
+        }
+        // Announce ourselves before checking the switches, so that a resizer
+        // that disables recording and then sees `writers == 0` knows that any
+        // later writer will see the switch (a Dekker pair, both SeqCst).
+        self.writers.fetch_add(1, SeqCst);
+        if buffer_disabled.load(SeqCst) != 0 || self.record_disabled.load(SeqCst) != 0 {
+            self.writers.fetch_sub(1, SeqCst);
+            return None;
+        }
+        match self.rb_reserve_next_event(len, ts, overwrite) {
+            Some(r) => Some(r),
+            None => {
+                self.writers.fetch_sub(1, SeqCst);
+                None
+            }
+        }
+    }
+
+    /// `ring_buffer_unlock_commit` for this CPU.
+    pub(crate) fn unlock_commit(&self) {
+        // rb_commit
+        self.entries.fetch_add(1, Release);
+        self.rb_end_commit();
+        self.writers.fetch_sub(1, SeqCst);
+    }
+
+    /// Mutable bytes of a reservation.
+    ///
+    /// # Safety
+    /// `r` came from `lock_reserve` on this CPU and is not committed yet, and
+    /// no other view of it exists.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn reserved_mut(&self, r: &Reserved) -> &mut [u8] {
+        // SAFETY: the range was reserved by the CAS on `write` for this
+        // writer alone; readers only look below `commit`, which cannot pass
+        // it before `unlock_commit`.
+        unsafe { self.pages()[r.page].slice_mut(r.offset, r.len) }
+    }
+
+    fn rb_reserve_next_event(&self, len: usize, ts: u64, overwrite: bool) -> Option<Reserved> {
+        // rb_start_commit
+        self.committing.fetch_add(1, Relaxed);
+        self.commits.fetch_add(1, Relaxed);
+        let length = rb_calculate_event_length(len);
+        for _ in 0..1000 {
+            match self.rb_reserve_next(len, length, ts, overwrite) {
+                Step::Done(r) => return Some(r),
+                Step::Again => continue,
+                Step::Fail => break,
+            }
+        }
+        self.rb_end_commit();
+        None
+    }
+
+    /// `__rb_reserve_next`, with the time stamp chosen as described in the
+    /// module doc (before_stamp/write_stamp).
+    fn rb_reserve_next(&self, len: usize, length: usize, ts: u64, overwrite: bool) -> Step {
+        let pages = self.pages();
+        let tail_idx = self.tail_page.load(Acquire);
+        let tail_page = &pages[tail_idx];
+        let wv = tail_page.write.load(Acquire);
+        let w = wv & RB_WRITE_MASK;
+        let before = self.before_stamp.load(Relaxed);
+        let after = self.write_stamp.load(Relaxed);
+
+        // (is TIME_STAMP, value) of a time event to put in front, if any.
+        let mut time: Option<(bool, u64)> = None;
+        let mut delta = 0u64;
+        if w != 0 {
+            if before != after {
+                // We interrupted a writer between its steps: we cannot know
+                // the time of the event before ours, so write an absolute one.
+                time = Some((true, ts));
+            } else {
+                // Caller clocks that go backwards are clamped.
+                delta = ts.saturating_sub(after);
+                if delta > TS_MASK {
+                    time = Some((false, delta));
+                    delta = 0;
+                }
+            }
+        }
+        let total = length + if time.is_some() { RB_LEN_TIME_EXTEND } else { 0 };
+
+        if w + total > BUF_PAGE_SIZE {
+            // Reserve past the end anyway, so nested writers see the page is
+            // full, then move to the next page.
+            if tail_page.write.compare_exchange(wv, wv + total, SeqCst, Relaxed).is_err() {
+                return Step::Again;
+            }
+            return self.rb_move_tail(w, total, tail_idx, overwrite);
+        }
+
+        self.before_stamp.store(ts, Relaxed);
+        if tail_page.write.compare_exchange(wv, wv + total, SeqCst, Relaxed).is_err() {
+            // An interrupt reserved meanwhile: start again.
+            return Step::Again;
+        }
+        tail_page.entries.fetch_add(1, Relaxed);
+        self.entries_bytes.fetch_add(total, Relaxed);
+        if w == 0 {
+            tail_page.page.time_stamp.store(ts, Relaxed);
+        }
+
+        let mut off = w;
+        // SAFETY (all writes below): [w, w + total) was reserved by our CAS.
+        if let Some((stamp, val)) = time {
+            let [h, a] = time_event(stamp, val);
+            unsafe {
+                tail_page.write_u32(off, h);
+                tail_page.write_u32(off + 4, a);
+            }
+            off += RB_LEN_TIME_EXTEND;
+        }
+        let (h, a) = data_event_header(length, delta as u32);
+        let data_start = off + data_offset(length);
+        unsafe {
+            tail_page.write_u32(off, h);
+            if let Some(a) = a {
+                tail_page.write_u32(off + 4, a);
+            }
+            tail_page.zero(data_start, off + length - data_start);
+        }
+        self.write_stamp.store(ts, Relaxed);
+        Step::Done(Reserved { page: tail_idx, offset: data_start, len })
+    }
+
+    /// `rb_move_tail`: the event did not fit on the tail page.
+    fn rb_move_tail(&self, tail: usize, length: usize, tail_idx: usize, overwrite: bool) -> Step {
+        let commit_idx = self.commit_page.load(Acquire);
+        let next_idx = self.rb_inc_page(tail_idx);
+
+        // An interrupt storm went all the way around the buffer.
+        if next_idx == commit_idx {
+            self.commit_overrun.fetch_add(1, Relaxed);
+            self.rb_reset_tail(tail_idx, tail, length);
+            return Step::Fail;
+        }
+
+        let mut update_tail = true;
+        if self.rb_is_head_page(next_idx, tail_idx) {
+            if !self.rb_is_reader_page(commit_idx) {
+                if !overwrite {
+                    self.dropped_events.fetch_add(1, Relaxed);
+                    self.rb_reset_tail(tail_idx, tail, length);
+                    return Step::Fail;
+                }
+                match self.rb_handle_head_page(tail_idx, next_idx) {
+                    Err(()) => {
+                        self.rb_reset_tail(tail_idx, tail, length);
+                        return Step::Fail;
+                    }
+                    Ok(true) => update_tail = false, // out_again
+                    Ok(false) => {}
+                }
+            } else if commit_idx != self.tail_page.load(Acquire)
+                && commit_idx == self.reader_page.load(Acquire)
+            {
+                // The commit is still on the reader page and nested writers
+                // filled the whole ring.
+                self.commit_overrun.fetch_add(1, Relaxed);
+                self.rb_reset_tail(tail_idx, tail, length);
+                return Step::Fail;
+            }
+        }
+        if update_tail {
+            self.rb_tail_page_update(tail_idx, next_idx);
+        }
+        // out_again: pad the old page, commit what we have, retry.
+        self.rb_reset_tail(tail_idx, tail, length);
+        self.rb_end_commit();
+        self.committing.fetch_add(1, Relaxed);
+        Step::Again
+    }
+
+    /// `rb_handle_head_page`: push the head forward (overwrite mode).
+    /// Ok(false): done, move the tail; Ok(true): try again; Err: give up.
+    fn rb_handle_head_page(&self, tail_idx: usize, next_idx: usize) -> Result<bool, ()> {
+        let pages = self.pages();
+        let entries = pages[next_idx].nr_entries();
+        let ty = self.rb_head_page_set(next_idx, tail_idx, RB_PAGE_HEAD, RB_PAGE_UPDATE);
+        match ty {
+            RB_PAGE_HEAD => {
+                // We own the move: account for the lost page.
+                self.overrun.fetch_add(entries, SeqCst);
+                self.entries_bytes.fetch_sub(BUF_PAGE_SIZE, Relaxed);
+            }
+            RB_PAGE_UPDATE => {} // we interrupted a writer doing this
+            RB_PAGE_NORMAL | RB_PAGE_MOVED => return Ok(true),
+            _ => return Err(()),
+        }
+
+        let new_head = self.rb_inc_page(next_idx);
+        let ret = self.rb_head_page_set(new_head, next_idx, RB_PAGE_NORMAL, RB_PAGE_HEAD);
+        match ret {
+            RB_PAGE_HEAD | RB_PAGE_NORMAL => {}
+            _ => return Err(()),
+        }
+        // Interrupts may have moved the head further and reset this flag;
+        // then the tail moved past next_page and we must undo our HEAD.
+        if ret == RB_PAGE_NORMAL {
+            let t = self.tail_page.load(Acquire);
+            if t != tail_idx && t != next_idx {
+                self.rb_head_page_set(new_head, next_idx, RB_PAGE_HEAD, RB_PAGE_NORMAL);
+            }
+        }
+        // Only the outermost writer (who set UPDATE) clears it.
+        if ty == RB_PAGE_HEAD {
+            let r = self.rb_head_page_set(next_idx, tail_idx, RB_PAGE_UPDATE, RB_PAGE_NORMAL);
+            if r != RB_PAGE_UPDATE {
+                return Err(());
+            }
+        }
+        Ok(false)
+    }
+
+    /// `rb_tail_page_update`: move the tail to `next_idx`, resetting it.
+    fn rb_tail_page_update(&self, tail_idx: usize, next_idx: usize) {
+        let next = &self.pages()[next_idx];
+        // Bump the update counters first: a writer we interrupted that still
+        // holds an old `write` value will then fail its cmpxchg.
+        let old_write = next.write.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
+        let old_entries = next.entries.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
+        self.pages_touched.fetch_add(1, Relaxed);
+        if tail_idx == self.tail_page.load(Acquire) {
+            let _ = next.write.compare_exchange(old_write, old_write & !RB_WRITE_MASK, SeqCst, Relaxed);
+            let _ = next.entries.compare_exchange(old_entries, old_entries & !RB_WRITE_MASK, SeqCst, Relaxed);
+            next.page.commit.store(0, Release);
+            // Either we move the tail or an interrupt already did.
+            let _ = self.tail_page.compare_exchange(tail_idx, next_idx, SeqCst, Relaxed);
+        }
+    }
+
+    /// `rb_reset_tail`: fill the rest of the old tail page after `tail` with
+    /// padding and give back what was over-reserved.
+    fn rb_reset_tail(&self, tail_idx: usize, tail: usize, length: usize) {
+        let page = &self.pages()[tail_idx];
+        if tail >= BUF_PAGE_SIZE {
+            // Someone before us already padded the page.
+            if tail == BUF_PAGE_SIZE {
+                page.real_end.store(0, Relaxed);
+            }
+            page.write.fetch_sub(length, SeqCst);
+            return;
+        }
+        self.entries_bytes.fetch_add(BUF_PAGE_SIZE - tail, Relaxed);
+        page.real_end.store(tail, Relaxed);
+        if tail > BUF_PAGE_SIZE - RB_EVNT_MIN_SIZE {
+            // No room for an event: null padding (time_delta 0) and give the
+            // space back; readers stop at commit, which will be `tail`.
+            // SAFETY: [tail, BUF_PAGE_SIZE) is inside our over-reservation.
+            unsafe { page.write_u32(tail, event_header(RINGBUF_TYPE_PADDING, 0)) };
+            page.write.fetch_sub(length, SeqCst);
+            return;
+        }
+        // A discarded event covering the rest of the page (delta must be non-zero).
+        // SAFETY: [tail, BUF_PAGE_SIZE) is inside our over-reservation.
+        unsafe {
+            page.write_u32(tail, event_header(RINGBUF_TYPE_PADDING, 1));
+            page.write_u32(tail + 4, (BUF_PAGE_SIZE - tail - RB_EVNT_HDR_SIZE) as u32);
+        }
+        page.write.fetch_sub(tail + length - BUF_PAGE_SIZE, SeqCst);
+    }
+
+    /// `rb_end_commit`: the outermost writer publishes everything reserved.
+    fn rb_end_commit(&self) {
+        if self.committing.load(Relaxed) == 0 {
+            return;
+        }
+        loop {
+            let commits = self.commits.load(Relaxed);
+            if self.committing.load(Relaxed) == 1 {
+                self.rb_set_commit_to_write();
+            }
+            self.committing.fetch_sub(1, Relaxed);
+            // An interrupt may have committed between our update and the
+            // decrement: then its data is not published yet. Redo.
+            if self.commits.load(Relaxed) != commits && self.committing.load(Relaxed) == 0 {
+                self.committing.fetch_add(1, Relaxed);
+                continue;
+            }
+            break;
+        }
+    }
+
+    /// `rb_set_commit_to_write`: walk the commit page up to the tail page,
+    /// setting each page's `commit` to its `write`.
+    fn rb_set_commit_to_write(&self) {
+        let pages = self.pages();
+        loop {
+            let mut max_count = self.nr_pages.load(Relaxed) * 100;
+            loop {
+                let cp = self.commit_page.load(Relaxed);
+                let tp = self.tail_page.load(Acquire);
+                if cp == tp {
+                    break;
+                }
+                max_count -= 1;
+                if max_count == 0 || self.rb_is_reader_page(tp) {
+                    return; // RB_WARN_ON in Linux
+                }
+                let p = &pages[cp];
+                p.page.commit.store(p.write_index() as u64, Release);
+                self.commit_page.store(self.rb_inc_page(cp), Release);
+            }
+            let cp = self.commit_page.load(Relaxed);
+            let p = &pages[cp];
+            while p.commit() != p.write_index() {
+                p.page.commit.store(p.write_index() as u64, Release);
+            }
+            if cp == self.tail_page.load(Acquire) {
+                break;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------
+    // Reader side (all under the reader lock).
+    // ---------------------------------------------------------------
+
+    pub(crate) fn lock_reader(&self) -> ReaderGuard<'_> {
+        while self.reader_lock.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+            spin_loop();
+        }
+        ReaderGuard(&self.reader_lock)
+    }
+
+    /// `rb_set_head_page`: find the page whose predecessor carries HEAD.
+    fn rb_set_head_page(&self) -> Option<usize> {
+        let pages = self.pages();
+        let head = self.head_page.load(Relaxed);
+        let mut page = head;
+        for _ in 0..3 {
+            loop {
+                if self.rb_is_head_page(page, pages[page].prev.load(SeqCst)) {
+                    self.head_page.store(page, Relaxed);
+                    return Some(page);
+                }
+                page = self.rb_inc_page(page);
+                if page == head {
+                    break;
+                }
+            }
+        }
+        // A writer is moving the head (UPDATE) right now.
+        None
+    }
+
+    /// `rb_head_page_replace`: swap `new` in place of the head page `old`.
+    fn rb_head_page_replace(&self, old: usize, new: usize) -> bool {
+        let pages = self.pages();
+        let prev = pages[old].prev.load(SeqCst);
+        pages[prev]
+            .next
+            .compare_exchange(old << 2 | RB_PAGE_HEAD, new << 2, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// `rb_get_reader_page`: return the reader page if it has unread data,
+    /// else swap it with the head page. Caller holds the reader lock.
+    pub(crate) fn rb_get_reader_page(&self) -> Option<usize> {
+        let pages = self.pages();
+        let mut result = None;
+        'again: for _ in 0..3 {
+            let reader = self.reader_page.load(Relaxed);
+            let rp = &pages[reader];
+            let read = rp.read.load(Relaxed);
+            let size = rp.commit();
+            if read < size {
+                result = Some(reader);
+                break;
+            }
+            if read > size {
+                break; // RB_WARN_ON
+            }
+            // Caught up with the writer?
+            if self.commit_page.load(Acquire) == reader {
+                break;
+            }
+            if self.rb_num_of_entries() <= 0 {
+                break;
+            }
+            // Reset the reader page before it goes into the ring.
+            rp.write.store(0, Relaxed);
+            rp.entries.store(0, Relaxed);
+            rp.page.commit.store(0, Relaxed);
+            rp.real_end.store(0, Relaxed);
+
+            for _ in 0..1000 {
+                // spin:
+                let head = self.rb_set_head_page()?;
+                let hp = &pages[head];
+                rp.next.store(hp.next.load(SeqCst) & !RB_FLAG_MASK, SeqCst);
+                rp.prev.store(hp.prev.load(SeqCst), SeqCst);
+                // The reader page will point to the new head.
+                rp.next.fetch_or(RB_PAGE_HEAD, SeqCst);
+                // Read overrun after setting up the pointers; pairs with the
+                // writer's cmpxchg in rb_handle_head_page.
+                let overwrite = self.overrun.load(SeqCst);
+                if !self.rb_head_page_replace(head, reader) {
+                    spin_loop();
+                    continue;
+                }
+                // Success: the old head is ours; fix the new head's prev.
+                let new_head = hp.next.load(SeqCst) >> 2;
+                pages[new_head].prev.store(reader, SeqCst);
+                self.head_page.store(new_head, Relaxed);
+                self.pages_read.fetch_add(1, Relaxed);
+                self.read_bytes.fetch_add(BUF_PAGE_SIZE, Relaxed);
+                self.reader_page.store(head, Release);
+                hp.read.store(0, Relaxed);
+                let last = self.last_overrun.load(Relaxed);
+                if overwrite != last {
+                    self.lost_events.store(overwrite.wrapping_sub(last), Relaxed);
+                    self.last_overrun.store(overwrite, Relaxed);
+                }
+                continue 'again;
+            }
+            break;
+        }
+        if let Some(r) = result {
+            if pages[r].read.load(Relaxed) == 0 {
+                self.read_stamp.store(pages[r].page.time_stamp.load(Relaxed), Relaxed);
+            }
+        }
+        result
+    }
+
+    /// `rb_buffer_peek`: the next data event, skipping padding and time
+    /// events (which update the read stamp). Caller holds the reader lock.
+    pub(crate) fn peek_locked(&self) -> Option<Found> {
+        let pages = self.pages();
+        // Each round consumes at least 4 bytes or swaps a page.
+        for _ in 0..BUF_PAGE_SIZE {
+            let reader = self.rb_get_reader_page()?;
+            let rp = &pages[reader];
+            let read = rp.read.load(Relaxed);
+            let commit = rp.commit();
+            // SAFETY: commit was loaded with Acquire; the reader page is out
+            // of the ring, so writers only write beyond its commit.
+            let data = unsafe { rp.committed(commit) };
+            match decode_event(data, read, self.read_stamp.load(Relaxed)) {
+                Err(_) => {
+                    // Corrupt page: skip the rest of it.
+                    rp.read.store(commit, Relaxed);
+                }
+                Ok((ev, len)) => match ev.kind {
+                    EventKind::Padding => rp.read.store(read + len, Relaxed),
+                    EventKind::TimeExtend | EventKind::TimeStamp => {
+                        self.read_stamp.store(ev.ts, Relaxed);
+                        rp.read.store(read + len, Relaxed);
+                    }
+                    EventKind::Data => {
+                        let data_start = ev.payload.as_ptr() as usize - data.as_ptr() as usize;
+                        return Some(Found {
+                            page: reader,
+                            pos: read,
+                            len,
+                            ts: ev.ts,
+                            data_start,
+                            data_len: ev.payload.len(),
+                        });
+                    }
+                },
+            }
+        }
+        None
+    }
+
+    /// The payload of a found event. Caller holds the reader lock.
+    pub(crate) fn found_data(&self, f: &Found) -> &[u8] {
+        let p = &self.pages()[f.page];
+        // SAFETY: `f` was found below the Acquire-loaded commit of the reader
+        // page, which writers no longer touch below commit.
+        let data = unsafe { p.committed(f.data_start + f.data_len) };
+        &data[f.data_start..]
+    }
+
+    /// `rb_advance_reader` past a found data event (and `lost_events = 0`).
+    pub(crate) fn advance_found(&self, f: &Found) {
+        let p = &self.pages()[f.page];
+        p.read.store(f.pos + f.len, Relaxed);
+        self.read.fetch_add(1, Relaxed);
+        self.read_stamp.store(f.ts, Relaxed);
+        self.lost_events.store(0, Relaxed);
+    }
+
+    pub(crate) fn lost_events(&self) -> usize {
+        self.lost_events.load(Relaxed)
+    }
+
+    /// `ring_buffer_read_page` (with `full == 0`) into `out`. Returns the
+    /// number of event bytes in the page (commit without flags).
+    pub(crate) fn read_page(&self, out: &mut [u8; PAGE_SIZE]) -> Option<usize> {
+        let _g = self.lock_reader();
+        let pages = self.pages();
+        let reader = self.rb_get_reader_page()?;
+        let rp = &pages[reader];
+        let read = rp.read.load(Relaxed);
+        let commit = rp.commit();
+        let missed_events = self.lost_events.load(Relaxed);
+        out.fill(0);
+        let mut data_len;
+        if read != 0 || self.reader_page.load(Relaxed) == self.commit_page.load(Acquire) {
+            // Copy event by event from the read position.
+            let save_timestamp = self.read_stamp.load(Relaxed);
+            // SAFETY: below the Acquire-loaded commit of the reader page.
+            let data = unsafe { rp.committed(commit) };
+            let mut rpos = read;
+            let mut pos = 0;
+            while rpos < commit {
+                let (ev, len) = match decode_event(data, rpos, self.read_stamp.load(Relaxed)) {
+                    Ok(x) => x,
+                    Err(_) => break,
+                };
+                let len = len.min(commit - rpos);
+                out[BUF_PAGE_HDR_SIZE + pos..BUF_PAGE_HDR_SIZE + pos + len].copy_from_slice(&data[rpos..rpos + len]);
+                // rb_advance_reader
+                match ev.kind {
+                    EventKind::Data => {
+                        self.read.fetch_add(1, Relaxed);
+                        self.read_stamp.store(ev.ts, Relaxed);
+                    }
+                    EventKind::TimeExtend | EventKind::TimeStamp => self.read_stamp.store(ev.ts, Relaxed),
+                    EventKind::Padding => {}
+                }
+                rpos += len;
+                pos += len;
+            }
+            rp.read.store(rpos.max(read), Relaxed);
+            out[0..8].copy_from_slice(&save_timestamp.to_le_bytes());
+            data_len = pos;
+        } else {
+            // The whole page, which the writer has left: hand it out.
+            self.read.fetch_add(rp.nr_entries(), Relaxed);
+            self.read_bytes.fetch_add(BUF_PAGE_SIZE, Relaxed);
+            // SAFETY: as above.
+            let data = unsafe { rp.committed(commit) };
+            let real_end = rp.real_end.load(Relaxed);
+            data_len = if real_end != 0 && real_end <= commit { real_end } else { commit };
+            out[BUF_PAGE_HDR_SIZE..BUF_PAGE_HDR_SIZE + data_len].copy_from_slice(&data[..data_len]);
+            out[0..8].copy_from_slice(&rp.page.time_stamp.load(Relaxed).to_le_bytes());
+            // Linux swaps in the caller's empty page; we empty ours instead.
+            rp.page.commit.store(0, Relaxed);
+            rp.write.store(0, Relaxed);
+            rp.entries.store(0, Relaxed);
+            rp.read.store(0, Relaxed);
+            rp.real_end.store(0, Relaxed);
+        }
+        self.lost_events.store(0, Relaxed);
+        let mut commit_field = data_len as u64;
+        if missed_events != 0 {
+            if BUF_PAGE_SIZE - data_len >= 8 {
+                let at = BUF_PAGE_HDR_SIZE + data_len;
+                out[at..at + 8].copy_from_slice(&(missed_events as u64).to_le_bytes());
+                commit_field |= RB_MISSED_STORED;
+                data_len += 0; // the stored count is not event data
+            }
+            commit_field |= RB_MISSED_EVENTS;
+        }
+        out[8..16].copy_from_slice(&commit_field.to_le_bytes());
+        Some(data_len)
+    }
+
+    // ---------------------------------------------------------------
+    // Non-consuming iteration support (recording stopped on this CPU).
+    // ---------------------------------------------------------------
+
+    /// Snapshot for an iterator: (reader page, its read index, read stamp, cpu.read).
+    pub(crate) fn iter_start(&self) -> (usize, usize, u64, usize) {
+        let reader = self.reader_page.load(Relaxed);
+        let p = &self.pages()[reader];
+        let read = p.read.load(Relaxed);
+        let stamp = if read != 0 { self.read_stamp.load(Relaxed) } else { p.page.time_stamp.load(Relaxed) };
+        (reader, read, stamp, self.read.load(Relaxed))
+    }
+
+    pub(crate) fn reader_page_index(&self) -> usize {
+        self.reader_page.load(Relaxed)
+    }
+
+    pub(crate) fn read_count(&self) -> usize {
+        self.read.load(Relaxed)
+    }
+
+    pub(crate) fn commit_page_index(&self) -> usize {
+        self.commit_page.load(Acquire)
+    }
+
+    /// The page after `page` for an iterator (`rb_inc_iter`).
+    pub(crate) fn iter_next_page(&self, page: usize) -> Option<usize> {
+        if page == self.reader_page.load(Relaxed) {
+            self.rb_set_head_page()
+        } else {
+            Some(self.rb_inc_page(page))
+        }
+    }
+
+    /// Committed bytes and time stamp of `page`.
+    ///
+    /// # Safety
+    /// Recording is stopped on this CPU with no writer in flight (so no
+    /// page in the ring changes) and the reader lock is held.
+    pub(crate) unsafe fn page_committed(&self, page: usize) -> (&[u8], u64) {
+        let p = &self.pages()[page];
+        let c = p.commit();
+        // SAFETY: forwarded contract: nobody writes the page.
+        (unsafe { p.committed(c) }, p.page.time_stamp.load(Relaxed))
+    }
+
+    // ---------------------------------------------------------------
+    // Control: stop writers, reset, resize.
+    // ---------------------------------------------------------------
+
+    /// Stop recording on this CPU and wait until writers in flight are gone
+    /// (Linux: record_disabled++ then synchronize_rcu()).
+    pub(crate) fn disable_and_drain(&self) {
+        self.record_disabled.fetch_add(1, SeqCst);
+        while self.writers.load(SeqCst) != 0 {
+            spin_loop();
+        }
+    }
+
+    pub(crate) fn enable(&self) {
+        self.record_disabled.fetch_sub(1, SeqCst);
+    }
+
+    /// Run `f` on the page table with writers drained and the reader lock held.
+    fn with_quiesced<R>(&self, f: impl FnOnce(&Self, &mut Vec<BufferPage>) -> R) -> R {
+        self.disable_and_drain();
+        let g = self.lock_reader();
+        // SAFETY: no writer is in flight and new ones fail at the
+        // record_disabled check before touching the table; every reader
+        // path holds the reader lock, which we hold. So this is the only
+        // reference to the table.
+        let pages = unsafe { &mut *self.pages.get() };
+        let r = f(self, pages);
+        drop(g);
+        self.enable();
+        r
+    }
+
+    fn reset_state(&self, nr_pages: usize) {
+        self.nr_pages.store(nr_pages, Relaxed);
+        for a in [
+            &self.entries,
+            &self.entries_bytes,
+            &self.overrun,
+            &self.commit_overrun,
+            &self.dropped_events,
+            &self.committing,
+            &self.commits,
+            &self.pages_touched,
+            &self.pages_read,
+            &self.read,
+            &self.read_bytes,
+            &self.lost_events,
+            &self.last_overrun,
+        ] {
+            a.store(0, Relaxed);
+        }
+        for a in [&self.read_stamp, &self.write_stamp, &self.before_stamp] {
+            a.store(0, Relaxed);
+        }
+        self.head_page.store(1, Relaxed);
+        self.tail_page.store(1, Relaxed);
+        self.commit_page.store(1, Relaxed);
+        self.reader_page.store(READER, Relaxed);
+    }
+
+    /// `rb_reset_cpu`.
+    pub(crate) fn reset(&self) {
+        self.with_quiesced(|s, pages| {
+            // Put the reader page back at index 0 so link_ring applies.
+            let r = s.reader_page.load(Relaxed);
+            pages.swap(READER, r);
+            for p in pages.iter() {
+                p.reset();
+            }
+            link_ring(pages);
+            s.reset_state(pages.len() - 1);
+        })
+    }
+
+    /// Change the number of pages to `nr` (≥ 2). New pages are allocated
+    /// before writers are stopped. Committed events are kept as long as they
+    /// fit; when shrinking a buffer with more data pages than `nr`, the
+    /// oldest pages go and their events are counted in `overrun` (as Linux's
+    /// rb_remove_pages does).
+    pub(crate) fn resize(&self, nr: usize) -> Result<(), AllocError> {
+        let cur = self.nr_pages.load(Relaxed);
+        if nr == cur {
+            return Ok(());
+        }
+        let mut fresh = alloc_pages(nr.saturating_sub(cur).saturating_sub(1))?;
+        if nr <= cur {
+            fresh.clear();
+        }
+        let mut table: Vec<BufferPage> = Vec::new();
+        table.try_reserve_exact(nr + 1).map_err(|_| AllocError)?;
+        let mut order: Vec<usize> = Vec::new();
+        order.try_reserve_exact(cur).map_err(|_| AllocError)?;
+
+        self.with_quiesced(move |s, pages| {
+            let reader = s.reader_page.load(Relaxed);
+            let tail = s.tail_page.load(Relaxed);
+            // Ring order from the head.
+            let head = s.rb_set_head_page().unwrap_or(s.head_page.load(Relaxed));
+            let mut p = head;
+            for _ in 0..cur {
+                order.push(p);
+                p = pages[p].next.load(Relaxed) >> 2;
+            }
+            // Pages holding data: head ..= tail (none if the tail is on the reader page).
+            let data_pages = if tail == reader { 0 } else { order.iter().position(|&x| x == tail).map_or(0, |i| i + 1) };
+            let drop_data = data_pages.saturating_sub(nr);
+            for &d in &order[..drop_data] {
+                s.overrun.fetch_add(pages[d].nr_entries(), Relaxed);
+                s.entries_bytes.fetch_sub(BUF_PAGE_SIZE, Relaxed);
+            }
+            let keep_data = &order[drop_data..data_pages];
+            let free = &order[data_pages..];
+            // Move pages out of the old table by index.
+            let mut slots: Vec<Option<BufferPage>> = core::mem::take(pages).into_iter().map(Some).collect();
+            table.push(slots[reader].take().expect("reader page"));
+            for &d in keep_data {
+                table.push(slots[d].take().expect("data page"));
+            }
+            for &f in free {
+                if table.len() == nr + 1 {
+                    break;
+                }
+                let pg = slots[f].take().expect("free page");
+                pg.reset();
+                table.push(pg);
+            }
+            for pg in fresh {
+                if table.len() == nr + 1 {
+                    break;
+                }
+                table.push(pg);
+            }
+            // Link: reader = 0, ring = 1..=nr, head = 1 unless there is no data
+            // (then the head is the page after the tail, as after a reset).
+            link_ring(&table);
+            let nd = keep_data.len();
+            s.nr_pages.store(nr, Relaxed);
+            s.reader_page.store(READER, Relaxed);
+            if nd == 0 {
+                // Tail (and commit) stay on the reader page; head = 1.
+                s.head_page.store(1, Relaxed);
+                s.tail_page.store(READER, Relaxed);
+                s.commit_page.store(READER, Relaxed);
+            } else {
+                s.head_page.store(1, Relaxed);
+                s.tail_page.store(nd, Relaxed);
+                s.commit_page.store(nd, Relaxed);
+            }
+            *pages = table;
+            drop(slots);
+        });
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------
+    // Statistics.
+    // ---------------------------------------------------------------
+
+    pub(crate) fn entries_cpu(&self) -> usize {
+        self.rb_num_of_entries().max(0) as usize
+    }
+    pub(crate) fn overrun(&self) -> usize {
+        self.overrun.load(Relaxed)
+    }
+    pub(crate) fn commit_overrun(&self) -> usize {
+        self.commit_overrun.load(Relaxed)
+    }
+    pub(crate) fn bytes(&self) -> usize {
+        (self.entries_bytes.load(Relaxed) as isize)
+            .wrapping_sub(self.read_bytes.load(Relaxed) as isize)
+            .max(0) as usize
+    }
+    pub(crate) fn dropped_events(&self) -> usize {
+        self.dropped_events.load(Relaxed)
+    }
+    pub(crate) fn read_events(&self) -> usize {
+        self.read.load(Relaxed)
+    }
+    pub(crate) fn pages_touched(&self) -> usize {
+        self.pages_touched.load(Relaxed)
+    }
+    pub(crate) fn pages_read(&self) -> usize {
+        self.pages_read.load(Relaxed)
+    }
+
+    /// `ring_buffer_oldest_event_ts`.
+    pub(crate) fn oldest_event_ts(&self) -> u64 {
+        let _g = self.lock_reader();
+        let pages = self.pages();
+        let page = if self.tail_page.load(Acquire) == self.reader_page.load(Relaxed) {
+            Some(self.reader_page.load(Relaxed))
+        } else {
+            self.rb_set_head_page()
+        };
+        page.map_or(0, |p| pages[p].page.time_stamp.load(Relaxed))
+    }
+
+    /// `rb_per_cpu_empty`.
+    pub(crate) fn is_empty(&self) -> bool {
+        let _g = self.lock_reader();
+        let pages = self.pages();
+        let reader = self.reader_page.load(Relaxed);
+        let rp = &pages[reader];
+        if rp.read.load(Relaxed) < rp.commit() {
+            return false;
+        }
+        let commit = self.commit_page.load(Acquire);
+        if commit == reader {
+            return true;
+        }
+        match self.rb_set_head_page() {
+            Some(h) if h == commit => pages[h].commit() == pages[h].read.load(Relaxed),
+            _ => self.rb_num_of_entries() <= 0,
+        }
+    }
+}

@@ -1,0 +1,582 @@
+//! Linux's lock-free per-CPU ring buffer (kernel/trace/ring_buffer.c), with
+//! pages in Linux's binary `buffer_data_page` format so that
+//! `trace_pipe_raw` and trace.dat files can carry them unchanged.
+//!
+//! # Structure
+//! Each CPU has a [`cpu::RingBufferPerCpu`]: a ring of 4096-byte pages plus
+//! one spare *reader page* that sits outside the ring. Four page indexes
+//! describe the state, as in Linux: `head_page` (oldest data, the next page a
+//! reader takes), `commit_page` (last page with fully committed data),
+//! `tail_page` (where the next reservation goes) and `reader_page`.
+//! Linux links pages with `list_head` pointers and keeps flags in the two low
+//! bits of `next`; we keep the same protocol with page *indexes* into a
+//! per-CPU page table: `next = index << 2 | flags`, the flags being
+//! `RB_PAGE_HEAD` ("the page I point to is the head") and `RB_PAGE_UPDATE`
+//! ("a writer is moving the head").
+//!
+//! # Writers (no locks, never wait for another CPU)
+//! `lock_reserve` claims `[w, w + len)` of the tail page with a
+//! compare-and-swap on the page's `write` index (Linux uses `local_add_return`;
+//! the cmpxchg lets us pick the time stamp consistently, see below). The
+//! caller fills the payload and `unlock_commit` publishes it. An interrupt
+//! may reserve and commit in the middle of another write on the same CPU;
+//! only the *outermost* writer (`committing == 1`) moves `commit_page` and
+//! the pages' `commit` fields up to the tail (`rb_set_commit_to_write`), so a
+//! nested event becomes visible when the interrupted one is committed.
+//! When an event does not fit, the writer pads the rest of the page
+//! (`rb_reset_tail`) and moves the tail (`rb_move_tail`). If the next page
+//! is the head: in overwrite mode the writer pushes the head forward with two
+//! cmpxchg (HEAD→UPDATE on the pointer to the old head, NORMAL→HEAD on the
+//! next one; `rb_handle_head_page`) and counts the lost page's entries in
+//! `overrun`; in producer/consumer mode it drops the event (`dropped
+//! events`). If nested writers fill the whole ring before the outermost
+//! commits, the event is dropped and counted in `commit overrun`.
+//!
+//! # Time stamps
+//! Every event's `time_delta` is relative to the event before it on the
+//! page; the first event of a page has delta 0 and sets the page's
+//! `time_stamp`. Deltas that do not fit 27 bits get a TIME_EXTEND in front.
+//! Like Linux since 5.10, a writer keeps two stamps, `before_stamp` (set just
+//! before reserving) and `write_stamp` (set after): if they differ, this
+//! writer interrupted another one between the two steps and cannot know the
+//! previous event's time, so it writes an absolute TIME_STAMP instead of a
+//! delta. Because the reservation is a cmpxchg that fails if anyone reserved
+//! since we read the stamps, equal stamps always belong to the event just
+//! before ours.
+//!
+//! # Readers (any CPU, concurrently with writers)
+//! Readers serialise on a per-CPU reader lock (Linux's `reader_lock`); they
+//! only read the reader page, which no writer can reach below its commit.
+//! When it is used up, `rb_get_reader_page` swaps it with the head page: it
+//! points the reader page at the head's neighbours, then cmpxchg's the
+//! predecessor's `next` from `head|HEAD` to the reader page. A writer that is
+//! moving the head has changed HEAD to UPDATE, so the cmpxchg fails and the
+//! reader retries. `overrun` read just before the swap gives the number of
+//! events lost since the last swap, reported with the next consumed event
+//! (`CPU:N [LOST M EVENTS]`).
+//!
+//! The non-consuming [`RingBufferIter`] (for the `trace` file) stops
+//! recording on its CPU while it exists, as Linux's `ring_buffer_read_prepare`
+//! does, and restarts from the reader page if a consuming read happened
+//! meanwhile. `resize`, `reset` and the iterator stop writers on one CPU by
+//! raising `record_disabled` and waiting for writers in flight to finish
+//! (Linux's `synchronize_rcu`); writers that arrive meanwhile fail without
+//! being counted, like Linux's.
+
+mod cpu;
+pub mod event;
+mod page;
+mod sync;
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use cpu::{Found, Reserved, RingBufferPerCpu, RB_BUFFER_OFF};
+pub use event::{
+    decode_page, decode_page_header, DecodeError, EventKind, PageEvent, PageHeader, PageIter, BUF_MAX_DATA_SIZE,
+    BUF_PAGE_HDR_SIZE, BUF_PAGE_SIZE, PAGE_SIZE,
+};
+use sync::{AtomicBool, AtomicUsize, Ordering};
+
+/// Memory could not be allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocError;
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("out of memory")
+    }
+}
+
+/// Errors of control operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingBufferError {
+    /// Memory could not be allocated (nothing was changed).
+    Alloc,
+    /// No such CPU.
+    InvalidCpu,
+}
+
+impl From<AllocError> for RingBufferError {
+    fn from(_: AllocError) -> Self {
+        RingBufferError::Alloc
+    }
+}
+
+/// Which CPUs a control operation applies to (Linux's `RING_BUFFER_ALL_CPUS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cpus {
+    /// Every CPU.
+    All,
+    /// One CPU.
+    One(usize),
+}
+
+/// A consumed or peeked event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Time stamp (the caller's clock, normally ns).
+    pub ts: u64,
+    /// Payload, rounded up to 4 bytes as Linux's `ring_buffer_event_length` reports it.
+    pub data: Vec<u8>,
+    /// Events lost (overwritten) since the previous read on this CPU.
+    pub lost_events: u64,
+}
+
+/// The fields of `per_cpu/cpuN/stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuStats {
+    /// Events still in the buffer (`ring_buffer_entries_cpu`).
+    pub entries: u64,
+    /// Events lost by overwriting.
+    pub overrun: u64,
+    /// Events lost because nested writers filled the buffer.
+    pub commit_overrun: u64,
+    /// Bytes in the buffer (`entries_bytes - read_bytes`).
+    pub bytes: u64,
+    /// Time stamp of the oldest page.
+    pub oldest_event_ts: u64,
+    /// Events dropped in producer/consumer mode.
+    pub dropped_events: u64,
+    /// Events consumed by readers.
+    pub read_events: u64,
+}
+
+impl CpuStats {
+    /// Write the `per_cpu/cpuN/stats` text exactly as Linux's
+    /// `tracing_stats_read`. `now_ts` is the trace clock now; `in_ns` says
+    /// whether that clock counts nanoseconds (then times print as
+    /// `%5llu.%06lu` seconds, else raw).
+    pub fn write_to(&self, now_ts: u64, in_ns: bool, out: &mut dyn fmt::Write) -> fmt::Result {
+        writeln!(out, "entries: {}", self.entries)?;
+        writeln!(out, "overrun: {}", self.overrun)?;
+        writeln!(out, "commit overrun: {}", self.commit_overrun)?;
+        writeln!(out, "bytes: {}", self.bytes)?;
+        if in_ns {
+            // ns2usecs rounds to the nearest microsecond.
+            let us = |ns: u64| ns.saturating_add(500) / 1000;
+            let (o, n) = (us(self.oldest_event_ts), us(now_ts));
+            writeln!(out, "oldest event ts: {:5}.{:06}", o / 1_000_000, o % 1_000_000)?;
+            writeln!(out, "now ts: {:5}.{:06}", n / 1_000_000, n % 1_000_000)?;
+        } else {
+            writeln!(out, "oldest event ts: {}", self.oldest_event_ts)?;
+            writeln!(out, "now ts: {}", now_ts)?;
+        }
+        writeln!(out, "dropped events: {}", self.dropped_events)?;
+        writeln!(out, "read events: {}", self.read_events)
+    }
+}
+
+/// The whole buffer: one [`cpu::RingBufferPerCpu`] per CPU
+/// (Linux's `struct trace_buffer` / `struct ring_buffer`).
+pub struct RingBuffer {
+    cpus: Vec<RingBufferPerCpu>,
+    overwrite: AtomicBool,
+    /// Buffer-wide `record_disabled` (counter, plus `RB_BUFFER_OFF` for tracing_on).
+    record_disabled: AtomicUsize,
+}
+
+/// A reserved event, from [`RingBuffer::lock_reserve`]. Fill
+/// [`data_mut`](Reservation::data_mut), then pass it to
+/// [`RingBuffer::unlock_commit`]. Dropping it also commits it (with whatever
+/// was written; the payload starts zeroed).
+pub struct Reservation<'a> {
+    cpu: &'a RingBufferPerCpu,
+    r: Reserved,
+    ts: u64,
+}
+
+impl Reservation<'_> {
+    /// The payload bytes (exactly the `len` asked for; the event on the page
+    /// is padded with zeros to a multiple of 4).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `self.r` is an uncommitted reservation of this CPU and the
+        // returned borrow is tied to `&mut self`, so no two views exist.
+        unsafe { self.cpu.reserved_mut(&self.r) }
+    }
+
+    /// The time stamp the event was reserved with.
+    pub fn ts(&self) -> u64 {
+        self.ts
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.cpu.unlock_commit();
+    }
+}
+
+/// Number of pages for a requested size (`DIV_ROUND_UP(size, BUF_PAGE_SIZE)`, at least 2).
+pub fn nr_pages_for(size_bytes: usize) -> usize {
+    size_bytes.div_ceil(BUF_PAGE_SIZE).max(2)
+}
+
+impl RingBuffer {
+    /// `ring_buffer_alloc`: `nr_cpus` buffers of `size_per_cpu_bytes` each
+    /// (rounded up to whole pages of 4080 data bytes, at least 2 pages).
+    pub fn new(nr_cpus: usize, size_per_cpu_bytes: usize) -> Result<RingBuffer, AllocError> {
+        let nr = nr_pages_for(size_per_cpu_bytes);
+        let mut cpus = Vec::new();
+        cpus.try_reserve_exact(nr_cpus).map_err(|_| AllocError)?;
+        for _ in 0..nr_cpus {
+            cpus.push(RingBufferPerCpu::new(nr)?);
+        }
+        Ok(RingBuffer { cpus, overwrite: AtomicBool::new(true), record_disabled: AtomicUsize::new(0) })
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    fn cpu(&self, cpu: usize) -> Option<&RingBufferPerCpu> {
+        self.cpus.get(cpu)
+    }
+
+    fn select(&self, cpus: Cpus) -> Result<&[RingBufferPerCpu], RingBufferError> {
+        match cpus {
+            Cpus::All => Ok(&self.cpus),
+            Cpus::One(c) if c < self.cpus.len() => Ok(&self.cpus[c..=c]),
+            Cpus::One(_) => Err(RingBufferError::InvalidCpu),
+        }
+    }
+
+    /// `ring_buffer_size`: data bytes per CPU (pages × 4080), 0 for a bad CPU.
+    pub fn size_per_cpu(&self, cpu: usize) -> usize {
+        self.cpu(cpu).map_or(0, |c| c.nr_pages.load(Ordering::Relaxed) * BUF_PAGE_SIZE)
+    }
+
+    /// Number of ring pages of a CPU (without the reader page).
+    pub fn nr_pages(&self, cpu: usize) -> usize {
+        self.cpu(cpu).map_or(0, |c| c.nr_pages.load(Ordering::Relaxed))
+    }
+
+    /// `ring_buffer_resize`, safe while writers run: new pages are allocated
+    /// first, then each CPU briefly stops recording (writers fail, uncounted)
+    /// while its ring is relinked. Shrinking below the data present drops
+    /// the oldest pages into `overrun`.
+    pub fn resize(&self, cpus: Cpus, size_bytes: usize) -> Result<(), RingBufferError> {
+        let nr = nr_pages_for(size_bytes);
+        for c in self.select(cpus)? {
+            c.resize(nr)?;
+        }
+        Ok(())
+    }
+
+    /// `ring_buffer_reset`: empty every CPU and clear its counters.
+    pub fn reset(&self) {
+        for c in &self.cpus {
+            c.reset();
+        }
+    }
+
+    /// `ring_buffer_reset_cpu`.
+    pub fn reset_cpu(&self, cpu: usize) -> Result<(), RingBufferError> {
+        self.cpu(cpu).ok_or(RingBufferError::InvalidCpu)?.reset();
+        Ok(())
+    }
+
+    /// `ring_buffer_change_overwrite`: true = overwrite the oldest page
+    /// (default), false = producer/consumer (drop new events when full).
+    pub fn set_overwrite(&self, on: bool) {
+        self.overwrite.store(on, Ordering::Relaxed);
+    }
+
+    /// Current mode.
+    pub fn overwrite(&self) -> bool {
+        self.overwrite.load(Ordering::Relaxed)
+    }
+
+    /// `ring_buffer_record_disable` (nests).
+    pub fn record_disable(&self) {
+        self.record_disabled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// `ring_buffer_record_enable`.
+    pub fn record_enable(&self) {
+        let _ = self.record_disabled.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+            (v & !RB_BUFFER_OFF != 0).then(|| v - 1)
+        });
+    }
+
+    /// `ring_buffer_record_off` (tracing_on = 0).
+    pub fn record_off(&self) {
+        self.record_disabled.fetch_or(RB_BUFFER_OFF, Ordering::SeqCst);
+    }
+
+    /// `ring_buffer_record_on` (tracing_on = 1).
+    pub fn record_on(&self) {
+        self.record_disabled.fetch_and(!RB_BUFFER_OFF, Ordering::SeqCst);
+    }
+
+    /// `ring_buffer_record_is_on`: no disable and not off.
+    pub fn record_is_on(&self) -> bool {
+        self.record_disabled.load(Ordering::SeqCst) == 0
+    }
+
+    /// `ring_buffer_record_is_set_on`: the tracing_on switch itself.
+    pub fn record_is_set_on(&self) -> bool {
+        self.record_disabled.load(Ordering::SeqCst) & RB_BUFFER_OFF == 0
+    }
+
+    /// `ring_buffer_record_disable_cpu`.
+    pub fn record_disable_cpu(&self, cpu: usize) {
+        if let Some(c) = self.cpu(cpu) {
+            c.record_disabled.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// `ring_buffer_record_enable_cpu`.
+    pub fn record_enable_cpu(&self, cpu: usize) {
+        if let Some(c) = self.cpu(cpu) {
+            let _ = c.record_disabled.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1));
+        }
+    }
+
+    /// `ring_buffer_lock_reserve`: reserve a `len`-byte event on `cpu` with
+    /// time stamp `ts`. `None` if recording is off, `len > BUF_MAX_DATA_SIZE`,
+    /// the CPU does not exist, or the buffer is full (counted).
+    ///
+    /// # Safety
+    /// The caller runs "on" `cpu` and cannot be preempted by another writer of
+    /// `cpu` except by nesting (an interrupt that completes its own
+    /// reserve/commit before returning): in the kernel, preemption is off
+    /// and `cpu` is the current CPU; on the host, only one thread writes to a
+    /// given `cpu`. Reservations on one CPU must be committed in reverse
+    /// order (innermost first).
+    pub unsafe fn lock_reserve(&self, cpu: usize, len: usize, ts: u64) -> Option<Reservation<'_>> {
+        let c = self.cpu(cpu)?;
+        let r = c.lock_reserve(len, ts, self.overwrite(), &self.record_disabled)?;
+        Some(Reservation { cpu: c, r, ts })
+    }
+
+    /// `ring_buffer_unlock_commit`.
+    pub fn unlock_commit(&self, res: Reservation<'_>) {
+        drop(res);
+    }
+
+    /// `ring_buffer_write`: reserve, copy `data`, commit. True if written.
+    ///
+    /// # Safety
+    /// As [`lock_reserve`](Self::lock_reserve).
+    pub unsafe fn write(&self, cpu: usize, ts: u64, data: &[u8]) -> bool {
+        // SAFETY: forwarded contract.
+        match unsafe { self.lock_reserve(cpu, data.len(), ts) } {
+            Some(mut r) => {
+                r.data_mut().copy_from_slice(data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `ring_buffer_peek` with a callback: `f(ts, payload, lost_events)` on
+    /// the next event of `cpu` without consuming it. `f` runs under the
+    /// CPU's reader lock: it must not call back into this buffer for `cpu`.
+    pub fn peek_with<R>(&self, cpu: usize, f: impl FnOnce(u64, &[u8], u64) -> R) -> Option<R> {
+        let c = self.cpu(cpu)?;
+        let _g = c.lock_reader();
+        let found: Found = c.peek_locked()?;
+        Some(f(found.ts, c.found_data(&found), c.lost_events() as u64))
+    }
+
+    /// `ring_buffer_consume` with a callback (see [`peek_with`](Self::peek_with)).
+    pub fn consume_with<R>(&self, cpu: usize, f: impl FnOnce(u64, &[u8], u64) -> R) -> Option<R> {
+        let c = self.cpu(cpu)?;
+        let _g = c.lock_reader();
+        let found = c.peek_locked()?;
+        let r = f(found.ts, c.found_data(&found), c.lost_events() as u64);
+        c.advance_found(&found);
+        Some(r)
+    }
+
+    /// `ring_buffer_peek`, copying the payload.
+    pub fn peek(&self, cpu: usize) -> Option<Event> {
+        self.peek_with(cpu, |ts, d, lost| Event { ts, data: d.to_vec(), lost_events: lost })
+    }
+
+    /// `ring_buffer_consume` (trace_pipe), copying the payload.
+    pub fn consume(&self, cpu: usize) -> Option<Event> {
+        self.consume_with(cpu, |ts, d, lost| Event { ts, data: d.to_vec(), lost_events: lost })
+    }
+
+    /// `ring_buffer_read_page` (trace_pipe_raw): fill `page` with the next
+    /// page of `cpu` in `buffer_data_page` format, consuming it. A page the
+    /// writer has left is handed out whole; otherwise the committed events
+    /// from the read position are copied. If events were lost before it,
+    /// `commit` carries `RB_MISSED_EVENTS`, and `RB_MISSED_STORED` with the
+    /// count as a u64 after the data when there is room. Returns the number
+    /// of event bytes, or `None` if there was nothing to read.
+    pub fn read_page(&self, cpu: usize, page: &mut [u8; PAGE_SIZE]) -> Option<usize> {
+        self.cpu(cpu)?.read_page(page)
+    }
+
+    /// `ring_buffer_empty_cpu`.
+    pub fn empty_cpu(&self, cpu: usize) -> bool {
+        self.cpu(cpu).is_none_or(|c| c.is_empty())
+    }
+
+    /// `ring_buffer_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.cpus.iter().all(|c| c.is_empty())
+    }
+
+    /// The `per_cpu/cpuN/stats` numbers (`None` for a bad CPU).
+    pub fn stats(&self, cpu: usize) -> Option<CpuStats> {
+        let c = self.cpu(cpu)?;
+        Some(CpuStats {
+            entries: c.entries_cpu() as u64,
+            overrun: c.overrun() as u64,
+            commit_overrun: c.commit_overrun() as u64,
+            bytes: c.bytes() as u64,
+            oldest_event_ts: c.oldest_event_ts(),
+            dropped_events: c.dropped_events() as u64,
+            read_events: c.read_events() as u64,
+        })
+    }
+
+    /// `ring_buffer_entries_cpu`: events still in the buffer.
+    pub fn entries_cpu(&self, cpu: usize) -> u64 {
+        self.cpu(cpu).map_or(0, |c| c.entries_cpu() as u64)
+    }
+
+    /// `ring_buffer_overrun_cpu`.
+    pub fn overrun_cpu(&self, cpu: usize) -> u64 {
+        self.cpu(cpu).map_or(0, |c| c.overrun() as u64)
+    }
+
+    /// `ring_buffer_entries`: events in the buffer, all CPUs (the A of the
+    /// trace header's `entries-in-buffer/entries-written: A/B`).
+    pub fn entries(&self) -> u64 {
+        self.cpus.iter().map(|c| c.entries_cpu() as u64).sum()
+    }
+
+    /// The B of `entries-in-buffer/entries-written`: entries + overrun (dropped events excluded, as Linux).
+    pub fn entries_written(&self) -> u64 {
+        self.cpus.iter().map(|c| (c.entries_cpu() + c.overrun()) as u64).sum()
+    }
+
+    /// Pages the writer of `cpu` moved onto, and pages the reader swapped out
+    /// (`pages_touched`, `pages_read`; used by Linux for `buffer_percent`).
+    pub fn pages_touched_read(&self, cpu: usize) -> (usize, usize) {
+        self.cpu(cpu).map_or((0, 0), |c| (c.pages_touched(), c.pages_read()))
+    }
+
+    /// `ring_buffer_read_prepare` + `read_start`: a non-consuming iterator
+    /// over `cpu`. Recording on `cpu` stops while it lives (writers fail,
+    /// uncounted) and resumes when it is dropped. `None` for a bad CPU.
+    pub fn iter(&self, cpu: usize) -> Option<RingBufferIter<'_>> {
+        let c = self.cpu(cpu)?;
+        c.disable_and_drain();
+        let mut it = RingBufferIter { cpu: c, page: 0, head: 0, read_stamp: 0, cache_reader_page: 0, cache_read: 0 };
+        {
+            let _g = c.lock_reader();
+            it.reset();
+        }
+        Some(it)
+    }
+}
+
+/// Linux's `ring_buffer_iter`: walks the committed events of one CPU from
+/// the reader page to the commit without consuming them.
+pub struct RingBufferIter<'a> {
+    cpu: &'a RingBufferPerCpu,
+    page: usize,
+    head: usize,
+    read_stamp: u64,
+    cache_reader_page: usize,
+    cache_read: usize,
+}
+
+impl RingBufferIter<'_> {
+    /// `rb_iter_reset` (reader lock held).
+    fn reset(&mut self) {
+        let (page, read, stamp, nread) = self.cpu.iter_start();
+        self.page = page;
+        self.head = read;
+        self.read_stamp = stamp;
+        self.cache_reader_page = page;
+        self.cache_read = nread;
+    }
+
+    /// Find the next data event (reader lock held): (ts, page, start, len, event length).
+    fn peek_locked(&mut self) -> Option<(u64, usize, usize, usize, usize)> {
+        if self.cpu.reader_page_index() != self.cache_reader_page || self.cpu.read_count() != self.cache_read {
+            // A consuming read happened: start again from the reader page.
+            self.reset();
+        }
+        // Bounded: each round moves forward by ≥ 4 bytes or a page.
+        for _ in 0..(BUF_PAGE_SIZE / 4 + 2) * (self.cpu.nr_pages.load(Ordering::Relaxed) + 2) {
+            // SAFETY: recording is stopped on this CPU with writers drained
+            // (done in `RingBuffer::iter`) and the reader lock is held.
+            let (data, ts) = unsafe { self.cpu.page_committed(self.page) };
+            if self.head >= data.len() {
+                if self.page == self.cpu.commit_page_index() {
+                    return None;
+                }
+                self.page = self.cpu.iter_next_page(self.page)?;
+                self.head = 0;
+                // SAFETY: as above.
+                self.read_stamp = unsafe { self.cpu.page_committed(self.page) }.1;
+                continue;
+            }
+            let _ = ts;
+            match event::decode_event(data, self.head, self.read_stamp) {
+                Err(_) => self.head = data.len(),
+                Ok((ev, len)) => match ev.kind {
+                    EventKind::Padding => self.head += len,
+                    EventKind::TimeExtend | EventKind::TimeStamp => {
+                        self.read_stamp = ev.ts;
+                        self.head += len;
+                    }
+                    EventKind::Data => {
+                        let start = ev.payload.as_ptr() as usize - data.as_ptr() as usize;
+                        return Some((ev.ts, self.page, start, ev.payload.len(), len));
+                    }
+                },
+            }
+        }
+        None
+    }
+
+    /// `ring_buffer_iter_peek` with a callback `f(ts, payload)`.
+    pub fn peek_with<R>(&mut self, f: impl FnOnce(u64, &[u8]) -> R) -> Option<R> {
+        let _g = self.cpu.lock_reader();
+        let (ts, page, start, len, _) = self.peek_locked()?;
+        // SAFETY: as in peek_locked.
+        let (data, _) = unsafe { self.cpu.page_committed(page) };
+        Some(f(ts, &data[start..start + len]))
+    }
+
+    /// Time stamp of the next event (for merging CPUs by time).
+    pub fn peek_ts(&mut self) -> Option<u64> {
+        self.peek_with(|ts, _| ts)
+    }
+
+    /// `ring_buffer_iter_peek` + `ring_buffer_iter_advance` with a callback.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(u64, &[u8]) -> R) -> Option<R> {
+        let _g = self.cpu.lock_reader();
+        let (ts, page, start, len, evlen) = self.peek_locked()?;
+        // SAFETY: as in peek_locked.
+        let (data, _) = unsafe { self.cpu.page_committed(page) };
+        let r = f(ts, &data[start..start + len]);
+        self.head += evlen;
+        self.read_stamp = ts;
+        Some(r)
+    }
+}
+
+impl Iterator for RingBufferIter<'_> {
+    type Item = (u64, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_with(|ts, d| (ts, d.to_vec()))
+    }
+}
+
+impl Drop for RingBufferIter<'_> {
+    fn drop(&mut self) {
+        self.cpu.enable();
+    }
+}
