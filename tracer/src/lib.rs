@@ -5,3 +5,4 @@
 
 extern crate alloc;
 pub mod kallsyms;
+pub mod ring_buffer;
