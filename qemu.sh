@@ -32,7 +32,12 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-KERNEL="$("$ROOT/boot/build.sh" | tail -n 1)"
+# KTRACE_KERNEL=path boots an already built ELF (the test harness builds once).
+if [ -n "${KTRACE_KERNEL:-}" ]; then
+    KERNEL="$KTRACE_KERNEL"
+else
+    KERNEL="$("$ROOT/boot/build.sh" | tail -n 1)"
+fi
 if [ "$BUILD_ONLY" = 1 ]; then
     echo "$KERNEL"
     exit 0

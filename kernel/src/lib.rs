@@ -70,6 +70,8 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
         .map(|o| (o.1, o.2))
         .unwrap_or((4, 0));
     arch::apic::route_irq(gsi - madt.ioapic_gsi_base, arch::apic::SERIAL_VECTOR, arch::apic::lapic_id(), flags);
+    // Input typed before the route existed raised no interrupt: collect it now.
+    console::serial_interrupt();
 
     sched::init();
     let cpus = arch::smp::start_aps(&madt.apic_ids);
