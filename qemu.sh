@@ -45,8 +45,14 @@ fi
 
 QEMU="${QEMU:-qemu-system-x86_64}"
 if ! command -v "$QEMU" >/dev/null 2>&1; then
-    echo "qemu.sh: $QEMU not found. Install it with: sudo apt-get install -y qemu-system-x86" >&2
-    exit 127
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "qemu.sh: installing QEMU (apt-get install -y qemu-system-x86)" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-x86 >/dev/null
+    fi
+    if ! command -v "$QEMU" >/dev/null 2>&1; then
+        echo "qemu.sh: $QEMU not found. Install it with: sudo apt-get install -y qemu-system-x86" >&2
+        exit 127
+    fi
 fi
 
 ARGS=(-kernel "$KERNEL" -smp "$SMP" -m "$MEM" -display none -no-reboot -monitor none

@@ -26,6 +26,7 @@ mkdir -p "$OUT"
 LD="${LD:-ld}"
 
 cd "$ROOT"
+"$ROOT/boot/setup-toolchain.sh"
 cargo build --quiet --release -p build-tools --bin recordmcount --bin kallsyms
 TOOLS="$TARGET_DIR/release"
 
