@@ -88,6 +88,10 @@ pub fn receive(byte: u8) {
     }
     crate::arch::without_interrupts(|| INPUT.lock().push(byte));
     crate::sched::wake_console_readers();
+    if byte == 0x03 {
+        // Wake tasks in interruptible waits (e.g. a trace_pipe reader).
+        crate::fs::deliver_interrupt();
+    }
 }
 
 /// Returns the next input byte without blocking.
