@@ -47,7 +47,9 @@ pub fn functions(data: &[u8]) -> Result<Vec<Function>> {
     let endian = header.endian()?;
     let machine = header.e_machine(endian);
     if machine != elf::EM_X86_64 {
-        return Err(Error::new(format!("not an x86_64 ELF (e_machine = {machine})")));
+        return Err(Error::new(format!(
+            "not an x86_64 ELF (e_machine = {machine})"
+        )));
     }
     let e_type = header.e_type(endian);
     if e_type != elf::ET_EXEC && e_type != elf::ET_DYN {
@@ -137,9 +139,8 @@ pub fn functions(data: &[u8]) -> Result<Vec<Function>> {
 pub fn blob(funcs: &[Function]) -> Result<Vec<u8>> {
     let mut entries = Vec::with_capacity(funcs.len());
     for f in funcs {
-        let size = u32::try_from(f.size).map_err(|_| {
-            Error::new(format!("function {} is larger than 4 GiB", f.name))
-        })?;
+        let size = u32::try_from(f.size)
+            .map_err(|_| Error::new(format!("function {} is larger than 4 GiB", f.name)))?;
         entries.push((f.addr, size, f.name.as_str()));
     }
     tracer::kallsyms::encode(&entries).map_err(|e| Error::new(e.to_string()))
@@ -150,7 +151,11 @@ pub fn blob(funcs: &[Function]) -> Result<Vec<u8>> {
 pub fn object(blob: &[u8]) -> Result<Vec<u8>> {
     use object::write::Object;
     use object::{Architecture, BinaryFormat, SectionFlags, SectionKind};
-    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, object::Endianness::Little);
+    let mut obj = Object::new(
+        BinaryFormat::Elf,
+        Architecture::X86_64,
+        object::Endianness::Little,
+    );
     let id = obj.add_section(Vec::new(), b".kallsyms".to_vec(), SectionKind::ReadOnlyData);
     obj.section_mut(id).flags = SectionFlags::Elf {
         sh_flags: u64::from(elf::SHF_ALLOC),

@@ -24,7 +24,10 @@ mod tests {
 
     #[test]
     fn legacy_hash_is_dropped() {
-        assert_eq!(display_name("_ZN6kernel2fs4read17h0123456789abcdefE"), "kernel::fs::read");
+        assert_eq!(
+            display_name("_ZN6kernel2fs4read17h0123456789abcdefE"),
+            "kernel::fs::read"
+        );
     }
 
     #[test]

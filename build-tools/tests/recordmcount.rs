@@ -36,12 +36,18 @@ fn mcount_sites_equal_objdump_scan() {
     let dir = test_dir("mcount-sites");
     let obj = compile(&dir, SAMPLE, "lib", Instrument::Mcount);
     let expected = objdump_mcount_sites(&objdump(&obj));
-    assert!(expected.len() >= 7, "sample has at least 7 traced functions: {expected:?}");
+    assert!(
+        expected.len() >= 7,
+        "sample has at least 7 traced functions: {expected:?}"
+    );
 
     let out = dir.join("out.o");
     let summary = recordmcount(&[os("-o"), out.as_os_str(), obj.as_os_str()]);
     assert!(
-        summary.contains(&format!("1 objects, {n} sections, {n} sites, 0 skipped", n = expected.len())),
+        summary.contains(&format!(
+            "1 objects, {n} sections, {n} sites, 0 skipped",
+            n = expected.len()
+        )),
         "{summary}"
     );
     let recorded: BTreeSet<(String, u64)> = readelf_records(&out).into_iter().collect();
@@ -125,7 +131,10 @@ fn fentry_sites_equal_objdump_scan() {
         .collect();
     assert_eq!(quiet.len(), 2);
     let traced: BTreeSet<_> = expected.difference(&quiet).cloned().collect();
-    assert!(summary.contains(&format!("{} sites, 2 skipped", traced.len())), "{summary}");
+    assert!(
+        summary.contains(&format!("{} sites, 2 skipped", traced.len())),
+        "{summary}"
+    );
 
     let recorded: BTreeSet<_> = readelf_records(&out).into_iter().collect();
     assert_eq!(recorded, traced);
@@ -145,7 +154,10 @@ fn fentry_sites_equal_objdump_scan() {
     let flags = section_flags(&out, "__patchable_function_entries");
     assert_eq!(flags.len(), expected.len());
     for f in flags {
-        assert!(f.contains('E') && !f.contains('A') && !f.contains('W'), "{f}");
+        assert!(
+            f.contains('E') && !f.contains('A') && !f.contains('W'),
+            "{f}"
+        );
     }
 }
 
@@ -184,19 +196,30 @@ fn linked_mcount_loc_points_at_calls() {
     for addr in &entries {
         let insn = d.insns.iter().find(|i| i.offset == *addr).unwrap();
         let rel = i32::from_le_bytes(insn.bytes[1..5].try_into().unwrap());
-        assert_eq!(addr.wrapping_add(5).wrapping_add_signed(rel.into()), MCOUNT_ADDR);
+        assert_eq!(
+            addr.wrapping_add(5).wrapping_add_signed(rel.into()),
+            MCOUNT_ADDR
+        );
     }
     // The notrace functions hold a NOP and are not in the table.
-    for l in d.labels.iter().filter(|l| {
-        build_tools::names::display_name(&l.name).starts_with("sample::quiet::")
-    }) {
+    for l in d
+        .labels
+        .iter()
+        .filter(|l| build_tools::names::display_name(&l.name).starts_with("sample::quiet::"))
+    {
         let body: Vec<_> = d
             .insns
             .iter()
             .filter(|i| i.offset >= l.offset && i.offset < l.offset + 0x20)
             .collect();
-        assert!(body.iter().any(|i| i.bytes == recordmcount::IDEAL_NOP5), "{}", l.name);
-        assert!(!entries.iter().any(|e| *e >= l.offset && *e < l.offset + 0x20));
+        assert!(
+            body.iter().any(|i| i.bytes == recordmcount::IDEAL_NOP5),
+            "{}",
+            l.name
+        );
+        assert!(!entries
+            .iter()
+            .any(|e| *e >= l.offset && *e < l.offset + 0x20));
     }
 }
 
@@ -205,7 +228,13 @@ fn linked_fentry_table_replaces_compiler_table() {
     let dir = test_dir("fentry-link");
     let obj = compile(&dir, SAMPLE, "lib", Instrument::Patchable);
     let out = dir.join("out.o");
-    recordmcount(&[os("--mode"), os("fentry"), os("-o"), out.as_os_str(), obj.as_os_str()]);
+    recordmcount(&[
+        os("--mode"),
+        os("fentry"),
+        os("-o"),
+        out.as_os_str(),
+        obj.as_os_str(),
+    ]);
     let elf = dir.join("kernel.elf");
     link(&dir, &[&out], &elf);
     assert!(section_bytes(&elf, "__patchable_function_entries").is_none());
@@ -238,14 +267,20 @@ fn archive_round_trip() {
     let names = |p: &Path| stdout(std::process::Command::new("ar").arg("t").arg(p));
     assert_eq!(names(&lib), names(&out));
     let members = names(&lib).lines().count();
-    assert!(members > 2, "the staticlib bundles core and compiler_builtins");
+    assert!(
+        members > 2,
+        "the staticlib bundles core and compiler_builtins"
+    );
     assert!(summary.contains(&format!("{members} objects")), "{summary}");
 
     // Members without sites (core, compiler_builtins) are byte-identical; the
     // sample's object gained its table; the symbol index lists the same symbols.
     use object::read::archive::ArchiveFile;
     let (a, b) = (std::fs::read(&lib).unwrap(), std::fs::read(&out).unwrap());
-    let (fa, fb) = (ArchiveFile::parse(&*a).unwrap(), ArchiveFile::parse(&*b).unwrap());
+    let (fa, fb) = (
+        ArchiveFile::parse(&*a).unwrap(),
+        ArchiveFile::parse(&*b).unwrap(),
+    );
     let mut changed = 0;
     for (ma, mb) in fa.members().zip(fb.members()) {
         let (ma, mb) = (ma.unwrap(), mb.unwrap());
@@ -282,7 +317,10 @@ fn archive_round_trip() {
     assert_eq!(table.len(), 8 * calls);
 
     // Processing twice is refused.
-    let (ok, _, err) = run_tool("recordmcount", &[os("-o"), dir.join("x.a").as_os_str(), out.as_os_str()]);
+    let (ok, _, err) = run_tool(
+        "recordmcount",
+        &[os("-o"), dir.join("x.a").as_os_str(), out.as_os_str()],
+    );
     assert!(!ok);
     assert!(err.contains("already has a __mcount_loc"), "{err}");
 }
@@ -326,20 +364,39 @@ fn garbage_and_truncated_inputs_are_errors() {
     assert!(process(&bad, Mode::Mcount).is_err());
     let mut bad = obj.clone();
     bad[4] = 1; // ELFCLASS32
-    assert!(process(&bad, Mode::Mcount).unwrap_err().message().contains("not an x86_64"));
+    assert!(process(&bad, Mode::Mcount)
+        .unwrap_err()
+        .message()
+        .contains("not an x86_64"));
 
     // Through the command line: non-zero exit and a message naming the file.
     let garbage = dir.join("garbage.o");
     std::fs::write(&garbage, b"garbage").unwrap();
-    let (ok, _, err) = run_tool("recordmcount", &[os("-o"), dir.join("x").as_os_str(), garbage.as_os_str()]);
+    let (ok, _, err) = run_tool(
+        "recordmcount",
+        &[os("-o"), dir.join("x").as_os_str(), garbage.as_os_str()],
+    );
     assert!(!ok);
     assert!(err.contains("garbage.o") && err.contains("error"), "{err}");
 }
 
 /// A hand-made object for the cases rustc does not produce.
 fn handmade(arch: object::Architecture, code: &[u8], with_func: bool, reloc_at: u64) -> Vec<u8> {
+    handmade_with(arch, code, with_func, false, reloc_at)
+}
+
+fn handmade_with(
+    arch: object::Architecture,
+    code: &[u8],
+    with_func: bool,
+    weak: bool,
+    reloc_at: u64,
+) -> Vec<u8> {
     use object::write::{Object, Relocation, Symbol, SymbolSection};
-    use object::{BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+    use object::{
+        BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags, SymbolKind,
+        SymbolScope,
+    };
     let mut obj = Object::new(BinaryFormat::Elf, arch, Endianness::Little);
     let text = obj.add_section(Vec::new(), b".text.handmade".to_vec(), SectionKind::Text);
     obj.append_section_data(text, code, 16);
@@ -350,7 +407,7 @@ fn handmade(arch: object::Architecture, code: &[u8], with_func: bool, reloc_at: 
             size: code.len() as u64,
             kind: SymbolKind::Text,
             scope: SymbolScope::Linkage,
-            weak: false,
+            weak,
             section: SymbolSection::Section(text),
             flags: SymbolFlags::None,
         });
@@ -384,7 +441,12 @@ fn handmade(arch: object::Architecture, code: &[u8], with_func: bool, reloc_at: 
 
 #[test]
 fn non_x86_objects_are_errors() {
-    let obj = handmade(object::Architecture::Aarch64, &[0xd5, 0x03, 0x20, 0x1f], true, 0);
+    let obj = handmade(
+        object::Architecture::Aarch64,
+        &[0xd5, 0x03, 0x20, 0x1f],
+        true,
+        0,
+    );
     let e = process(&obj, Mode::Mcount).unwrap_err();
     assert!(e.message().contains("not an x86_64"), "{e}");
     let obj = handmade(object::Architecture::I386, &[0x90], true, 0);
@@ -405,19 +467,49 @@ fn unexpected_instruction_and_missing_symbol_are_errors() {
 
     // jmp instead of call.
     let jmp = [0x55, 0xe9, 0, 0, 0, 0, 0xc3];
-    let e = process(&handmade(object::Architecture::X86_64, &jmp, true, 2), Mode::Mcount).unwrap_err();
+    let e = process(
+        &handmade(object::Architecture::X86_64, &jmp, true, 2),
+        Mode::Mcount,
+    )
+    .unwrap_err();
     assert!(
         e.message().contains(".text.handmade offset 0x1") && e.message().contains("jmp"),
         "{e}"
     );
 
     // The relocation in the middle of another instruction.
-    let e = process(&handmade(object::Architecture::X86_64, &good, true, 3), Mode::Mcount).unwrap_err();
+    let e = process(
+        &handmade(object::Architecture::X86_64, &good, true, 3),
+        Mode::Mcount,
+    )
+    .unwrap_err();
     assert!(e.message().contains("expected `call mcount`"), "{e}");
 
     // A call outside any function symbol.
-    let e = process(&handmade(object::Architecture::X86_64, &good, false, 2), Mode::Mcount).unwrap_err();
+    let e = process(
+        &handmade(object::Architecture::X86_64, &good, false, 2),
+        Mode::Mcount,
+    )
+    .unwrap_err();
     assert!(e.message().contains("not inside any function"), "{e}");
+
+    // A non-call reference to mcount (lea) is an error in a traced function but
+    // left alone in a notrace one (the tracer may compute the call's target).
+    let lea = [0x48, 0x8d, 0x05, 0, 0, 0, 0, 0xc3];
+    let obj_lea = handmade(object::Architecture::X86_64, &lea, true, 3);
+    assert!(process(&obj_lea, Mode::Mcount).is_err());
+    let opts = Options {
+        mode: Mode::Mcount,
+        notrace: Notrace::parse("handmade\n"),
+    };
+    let out = recordmcount::process(&obj_lea, &opts).unwrap();
+    assert_eq!((out.summary.sites, out.summary.skipped), (0, 0));
+    assert_eq!(out.data, obj_lea);
+
+    // Only a weak symbol to anchor the record: refused, like recordmcount.c.
+    let weak = handmade_with(object::Architecture::X86_64, &good, true, true, 2);
+    let e = process(&weak, Mode::Mcount).unwrap_err();
+    assert!(e.message().contains("no section or non-weak symbol"), "{e}");
 
     // fentry mode refuses an mcount-instrumented object.
     let e = process(&obj, Mode::Fentry).unwrap_err();

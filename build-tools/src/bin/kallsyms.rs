@@ -14,7 +14,10 @@ const USAGE: &str = "usage: kallsyms -o OUT.o KERNEL.elf | kallsyms --empty -o O
 kallsyms --list KERNEL.elf | kallsyms --compare A.elf B.elf";
 
 enum Command {
-    Object { input: Option<String>, output: String },
+    Object {
+        input: Option<String>,
+        output: String,
+    },
     List(String),
     Compare(String, String),
 }
@@ -37,7 +40,10 @@ fn parse_args() -> Result<Command, String> {
     match (cmp, list, empty, output, inputs.as_slice()) {
         (true, false, false, None, [a, b]) => Ok(Command::Compare(a.clone(), b.clone())),
         (false, true, false, None, [a]) => Ok(Command::List(a.clone())),
-        (false, false, true, Some(o), []) => Ok(Command::Object { input: None, output: o }),
+        (false, false, true, Some(o), []) => Ok(Command::Object {
+            input: None,
+            output: o,
+        }),
         (false, false, false, Some(o), [a]) => Ok(Command::Object {
             input: Some(a.clone()),
             output: o,

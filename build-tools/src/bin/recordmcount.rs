@@ -27,7 +27,11 @@ fn parse_args() -> Result<Args, String> {
     while let Some(arg) = args.next() {
         let mut value = |what: &str| args.next().ok_or(format!("{arg} needs {what}"));
         match arg.as_str() {
-            "--mode" => mode = value("mcount or fentry")?.parse().map_err(|e| format!("{e}"))?,
+            "--mode" => {
+                mode = value("mcount or fentry")?
+                    .parse()
+                    .map_err(|e| format!("{e}"))?
+            }
             "--notrace" => notrace = Some(value("a file")?),
             "-o" => output = Some(value("a file")?),
             "--list" => list = true,
@@ -48,9 +52,9 @@ fn parse_args() -> Result<Args, String> {
 
 fn run(args: Args) -> Result<(), String> {
     let notrace = match &args.notrace {
-        Some(path) => Notrace::parse(
-            &std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?,
-        ),
+        Some(path) => {
+            Notrace::parse(&std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?)
+        }
         None => Notrace::none(),
     };
     let data = std::fs::read(&args.input).map_err(|e| format!("{}: {e}", args.input))?;
@@ -61,9 +65,16 @@ fn run(args: Args) -> Result<(), String> {
     let out = process(&data, &opts).map_err(|e| format!("{}: {e}", args.input))?;
     if args.list {
         for s in &out.sites {
-            let member = s.member.as_deref().map(|m| format!("{m}:")).unwrap_or_default();
+            let member = s
+                .member
+                .as_deref()
+                .map(|m| format!("{m}:"))
+                .unwrap_or_default();
             let state = if s.recorded { "traced " } else { "notrace" };
-            println!("{state} {member}{}+{:#x} {}", s.section, s.offset, s.function);
+            println!(
+                "{state} {member}{}+{:#x} {}",
+                s.section, s.offset, s.function
+            );
         }
     }
     std::fs::write(&args.output, &out.data).map_err(|e| format!("{}: {e}", args.output))?;

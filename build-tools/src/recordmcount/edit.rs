@@ -63,7 +63,7 @@ fn get_u64(data: &[u8], at: usize) -> u64 {
 }
 
 fn align_to(out: &mut Vec<u8>, align: usize) {
-    while out.len() % align != 0 {
+    while !out.len().is_multiple_of(align) {
         out.push(0);
     }
 }
@@ -92,7 +92,12 @@ pub fn rewrite(
     for p in patches {
         let dst = out
             .get_mut(p.offset..p.offset + p.bytes.len())
-            .ok_or_else(|| Error::new(format!("patch at file offset {:#x} is out of bounds", p.offset)))?;
+            .ok_or_else(|| {
+                Error::new(format!(
+                    "patch at file offset {:#x} is out of bounds",
+                    p.offset
+                ))
+            })?;
         dst.copy_from_slice(&p.bytes);
     }
     if records.is_empty() {

@@ -77,7 +77,9 @@ impl FromStr for Mode {
         match s {
             "mcount" => Ok(Mode::Mcount),
             "fentry" => Ok(Mode::Fentry),
-            _ => Err(Error::new(format!("unknown mode '{s}' (expected mcount or fentry)"))),
+            _ => Err(Error::new(format!(
+                "unknown mode '{s}' (expected mcount or fentry)"
+            ))),
         }
     }
 }
@@ -369,34 +371,51 @@ impl<'a> Object<'a> {
             .find(|f| f.value <= offset && offset - f.value < f.size.max(1))
     }
 
-    /// The symbol the `__mcount_loc` relocations for `section` are made against,
-    /// with its value: the section symbol, or else a local or global (never weak,
-    /// it could be replaced) symbol defined there (recordmcount's find_secsym_ndx).
-    fn base_symbol(&self, section: usize) -> Result<(u32, u64)> {
-        let mut fallback: Option<(u32, u64)> = None;
+    /// For each section in `wanted`, the symbol its `__mcount_loc` relocations are
+    /// made against, with the symbol's value: the section symbol, or else the
+    /// first local or global symbol defined there; never a weak one, which another
+    /// definition could replace (recordmcount.c's find_secsym_ndx). One pass over
+    /// the symbol table.
+    fn base_symbols(&self, wanted: &BTreeSet<usize>) -> Result<BTreeMap<usize, (u32, u64)>> {
+        // (is the section symbol, index, value) per section.
+        let mut best: BTreeMap<usize, (bool, u32, u64)> = BTreeMap::new();
         for (i, sym) in self.symbols.iter().enumerate() {
-            if self.symbols.symbol_section(self.endian, sym, SymbolIndex(i))?
-                != Some(SectionIndex(section))
-            {
+            let Some(section) = self
+                .symbols
+                .symbol_section(self.endian, sym, SymbolIndex(i))?
+            else {
+                continue;
+            };
+            if !wanted.contains(&section.0) {
                 continue;
             }
-            let value = sym.st_value(self.endian);
-            match (sym.st_type(), sym.st_bind()) {
-                (elf::STT_SECTION, _) => return Ok((i as u32, value)),
-                (elf::STT_FUNC | elf::STT_NOTYPE | elf::STT_OBJECT, elf::STB_LOCAL | elf::STB_GLOBAL)
-                    if fallback.is_none() =>
-                {
-                    fallback = Some((i as u32, value))
+            let is_section = match (sym.st_type(), sym.st_bind()) {
+                (elf::STT_SECTION, _) => true,
+                (
+                    elf::STT_FUNC | elf::STT_NOTYPE | elf::STT_OBJECT,
+                    elf::STB_LOCAL | elf::STB_GLOBAL,
+                ) => false,
+                _ => continue,
+            };
+            let candidate = (is_section, i as u32, sym.st_value(self.endian));
+            match best.get(&section.0) {
+                Some(&(true, _, _)) => {}
+                Some(_) if !is_section => {}
+                _ => {
+                    best.insert(section.0, candidate);
                 }
-                _ => {}
             }
         }
-        fallback.ok_or_else(|| {
-            Error::new(format!(
-                "section {}: no section or non-weak symbol to make __mcount_loc relocations against",
-                self.section_name(section)
-            ))
-        })
+        wanted
+            .iter()
+            .map(|&section| match best.get(&section) {
+                Some(&(_, index, value)) => Ok((section, (index, value))),
+                None => Err(Error::new(format!(
+                    "section {}: no section or non-weak symbol to make __mcount_loc relocations against",
+                    self.section_name(section)
+                ))),
+            })
+            .collect()
     }
 
     /// Every relocation against a profiling symbol in an executable section.
@@ -417,7 +436,9 @@ impl<'a> Object<'a> {
                 // from the code. Reject it if it references mcount.
                 if let Some((rels, _)) = h.rel(self.endian, self.data)? {
                     for r in rels {
-                        let sym = self.symbols.symbol(SymbolIndex(r.r_sym(self.endian) as usize))?;
+                        let sym = self
+                            .symbols
+                            .symbol(SymbolIndex(r.r_sym(self.endian) as usize))?;
                         if self.is_mcount_symbol(sym)? {
                             return Err(Error::new(format!(
                                 "section {}: REL relocations are not supported",
@@ -483,7 +504,9 @@ fn describe_at(code: &[u8], offset: u64) -> String {
             format!("`{text}`")
         }
         None => {
-            let start = usize::try_from(offset).unwrap_or(usize::MAX).min(code.len());
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(code.len());
             let end = start.saturating_add(MCOUNT_INSN_SIZE).min(code.len());
             format!("undecodable bytes {:02x?}", &code[start..end])
         }
@@ -516,17 +539,11 @@ pub fn process_object(data: &[u8], opts: &Options) -> Result<Output> {
 
     // One __mcount_loc slot per recorded site, relocated against the text
     // section's symbol: slot = address of the call instruction.
+    let sections: BTreeSet<usize> = plan.recorded.iter().map(|&(s, _)| s).collect();
+    let bases = obj.base_symbols(&sections)?;
     let mut records = Vec::with_capacity(plan.recorded.len());
-    let mut bases: BTreeMap<usize, (u32, u64)> = BTreeMap::new();
     for &(section, offset) in &plan.recorded {
-        let (symbol, value) = match bases.get(&section) {
-            Some(&b) => b,
-            None => {
-                let b = obj.base_symbol(section)?;
-                bases.insert(section, b);
-                b
-            }
-        };
+        let (symbol, value) = bases[&section];
         let addend = i64::try_from(offset.wrapping_sub(value) as i128)
             .map_err(|_| Error::new("site offset out of range"))?;
         records.push(Record { symbol, addend });
@@ -547,8 +564,7 @@ pub fn process_object(data: &[u8], opts: &Options) -> Result<Output> {
 /// mcount mode: every `call mcount` in a traced function is recorded; in a
 /// notrace function it becomes a NOP.
 fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> {
-    if let Some(&s) = obj.find_sections(PATCHABLE_ENTRIES).first() {
-        let _ = s;
+    if !obj.find_sections(PATCHABLE_ENTRIES).is_empty() {
         return Err(Error::new(
             "has __patchable_function_entries (built with -Z patchable-function-entry): use --mode fentry",
         ));
@@ -558,7 +574,10 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
         let code = obj.section_data(r.text)?;
         let at = |off: u64| format!("section {section} offset {off:#x}");
         let site = r.r_offset.checked_sub(1).ok_or_else(|| {
-            Error::new(format!("{}: mcount relocation at the start of the section", at(r.r_offset)))
+            Error::new(format!(
+                "{}: mcount relocation at the start of the section",
+                at(r.r_offset)
+            ))
         })?;
         let func = obj.enclosing_function(r.text, site);
         let name = func.map(|f| display_name(&f.name));
@@ -603,7 +622,8 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
                 offset: obj.file_offset(r.text, site)?,
                 bytes: IDEAL_NOP5.to_vec(),
             });
-            let rela_at = obj.file_offset(r.rela_section, (r.rela_index * edit::RELA_SIZE) as u64)?;
+            let rela_at =
+                obj.file_offset(r.rela_section, (r.rela_index * edit::RELA_SIZE) as u64)?;
             let r_info = (u64::from(r.r_sym) << 32) | u64::from(elf::R_X86_64_NONE);
             plan.patches.push(Patch {
                 offset: rela_at + 8,
@@ -631,9 +651,7 @@ fn scan_fentry(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
     let endian = obj.endian;
     for index in 1..obj.sections.len() {
         let h = obj.header(index)?;
-        if h.sh_type(endian) != elf::SHT_RELA
-            || !tables.contains(&(h.sh_info(endian) as usize))
-        {
+        if h.sh_type(endian) != elf::SHT_RELA || !tables.contains(&(h.sh_info(endian) as usize)) {
             continue;
         }
         let rela_name = obj.section_name(index);
@@ -651,7 +669,9 @@ fn scan_fentry(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
             let sym_index = SymbolIndex(r.r_sym(endian, false) as usize);
             let sym = obj.symbols.symbol(sym_index)?;
             let Some(text) = obj.symbols.symbol_section(endian, sym, sym_index)? else {
-                return Err(Error::new(format!("{entry}: refers to an undefined symbol")));
+                return Err(Error::new(format!(
+                    "{entry}: refers to an undefined symbol"
+                )));
             };
             let text = text.0;
             let site = sym
@@ -677,7 +697,9 @@ fn scan_fentry(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
                 )));
             }
             let Some(func) = obj.enclosing_function(text, site) else {
-                return Err(Error::new(format!("{at}: patchable entry is not inside any function symbol")));
+                return Err(Error::new(format!(
+                    "{at}: patchable entry is not inside any function symbol"
+                )));
             };
             let name = display_name(&func.name);
             let notrace = opts.notrace.matches(&name);
@@ -703,7 +725,8 @@ fn scan_fentry(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
     // Keep the compiler's table out of the linked kernel: __mcount_loc replaces it.
     for &t in &tables {
         let flags = obj.header(t)?.sh_flags(endian);
-        let flags = (flags & !u64::from(elf::SHF_ALLOC | elf::SHF_WRITE)) | u64::from(elf::SHF_EXCLUDE);
+        let flags =
+            (flags & !u64::from(elf::SHF_ALLOC | elf::SHF_WRITE)) | u64::from(elf::SHF_EXCLUDE);
         plan.patches.push(Patch {
             offset: edit::sh_flags_offset(&obj.layout, t),
             bytes: flags.to_le_bytes().to_vec(),
@@ -736,7 +759,9 @@ pub fn read_records(data: &[u8]) -> Result<Vec<(String, u64)>> {
                 .symbols
                 .symbol_section(obj.endian, sym, sym_index)?
                 .ok_or_else(|| Error::new("__mcount_loc relocation against an undefined symbol"))?;
-            let offset = sym.st_value(obj.endian).wrapping_add_signed(r.r_addend(obj.endian));
+            let offset = sym
+                .st_value(obj.endian)
+                .wrapping_add_signed(r.r_addend(obj.endian));
             out.push((obj.section_name(section.0), offset));
         }
     }

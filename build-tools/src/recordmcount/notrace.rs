@@ -81,7 +81,10 @@ mod tests {
     fn globs() {
         assert!(glob_match(b"kernel::arch::*", b"kernel::arch::x86::outb"));
         assert!(!glob_match(b"kernel::arch::*", b"kernel::archive::x"));
-        assert!(glob_match(b"*::fmt", b"<kernel::X_as_core::fmt::Display>::fmt"));
+        assert!(glob_match(
+            b"*::fmt",
+            b"<kernel::X_as_core::fmt::Display>::fmt"
+        ));
         assert!(glob_match(b"a*b*c", b"aXXbYYc"));
         assert!(!glob_match(b"a*b*c", b"aXXbYY"));
         assert!(glob_match(b"exact", b"exact"));

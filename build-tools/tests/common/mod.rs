@@ -83,10 +83,24 @@ pub fn compile(dir: &Path, src: &str, crate_type: &str, instrument: Instrument) 
     run(Command::new("rustc")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("RUSTC_BOOTSTRAP", "1")
-        .args(["--edition", "2021", "--crate-name", "sample", "--crate-type", crate_type])
+        .args([
+            "--edition",
+            "2021",
+            "--crate-name",
+            "sample",
+            "--crate-type",
+            crate_type,
+        ])
         .args(["--target", target(), &format!("--emit={emit}")])
         .args(["-C", "code-model=kernel", "-C", "relocation-model=static"])
-        .args(["-C", "force-frame-pointers=yes", "-C", "opt-level=2", "-C", "panic=abort"])
+        .args([
+            "-C",
+            "force-frame-pointers=yes",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "panic=abort",
+        ])
         .arg(flag)
         .arg(&src_path)
         .arg("-o")
@@ -158,7 +172,10 @@ pub fn objdump(path: &Path) -> Disassembly {
             d.labels.push(Label {
                 section: section.clone(),
                 offset: u64::from_str_radix(addr, 16).unwrap(),
-                name: name.trim_start_matches('<').trim_end_matches(">:").to_string(),
+                name: name
+                    .trim_start_matches('<')
+                    .trim_end_matches(">:")
+                    .to_string(),
             });
         } else if line.starts_with(' ') && line.contains(":\t") {
             let fields: Vec<&str> = line.split('\t').collect();
@@ -197,7 +214,9 @@ pub fn objdump_mcount_sites(d: &Disassembly) -> BTreeSet<(String, u64)> {
         if (r.r_type == "R_X86_64_PLT32" || r.r_type == "R_X86_64_PC32")
             && r.target.starts_with("mcount")
         {
-            let insn = d.insn(&r.section, r.offset - 1).expect("instruction at the site");
+            let insn = d
+                .insn(&r.section, r.offset - 1)
+                .expect("instruction at the site");
             assert!(insn.text.starts_with("call"), "{insn:?}");
             sites.insert((r.section.clone(), insn.offset));
         }
@@ -224,7 +243,10 @@ fn readelf_section_names(path: &Path) -> Vec<(usize, String)> {
     text.lines()
         .filter_map(|l| {
             let (num, rest) = l.trim_start().strip_prefix('[')?.split_once(']')?;
-            Some((num.trim().parse().ok()?, rest.split_whitespace().next()?.to_string()))
+            Some((
+                num.trim().parse().ok()?,
+                rest.split_whitespace().next()?.to_string(),
+            ))
         })
         .collect()
 }
