@@ -33,6 +33,7 @@ Commands:
   work files|sleep|compute N, work all SECONDS   workloads on every CPU
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
+  crash                    panic on purpose (to see a kernel panic report)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README
 ";
@@ -60,6 +61,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "sleep" => sleep(args),
         "poweroff" => crate::arch::exit_qemu(0),
         "exit" => exit(args),
+        "crash" => panic!("crash command typed in the shell"),
         "work" => super::work::run(args, out),
         "cat" | "head" | "tail" | "grep" | "wc" => filter_first(argv, out),
         _ => println!("sh: {}: not found", cmd),

@@ -18,6 +18,10 @@
 //!   entry counts come from the ring buffer through [`set_trace_buffer`];
 //!   until one is installed the buffer is empty (0/0). Opening `trace` for
 //!   writing with `O_TRUNC` (`echo > trace`) clears the buffer.
+//! - `trace_pipe`: the same lines without a header, consumed as they are
+//!   read; a reader blocks while the buffer is empty (Ctrl-C: EINTR),
+//!   O_NONBLOCK gives EAGAIN, and once something was read, an empty buffer
+//!   with tracing off is the end of file (Linux's `tracing_wait_pipe`).
 //! - `README`: the mini-HOWTO; tracer code adds its lines with
 //!   [`readme_add`].
 
@@ -30,8 +34,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use spin::{Mutex, Once};
 
-use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
+use crate::sched::WaitQueue;
 
 /// Longest tracer name (Linux's `MAX_TRACER_SIZE`); a longer write to
 /// `current_tracer` is cut to this length first.
@@ -84,6 +89,21 @@ pub trait TraceBuffer: Send + Sync {
     fn reset(&self);
     /// Appends the event lines, oldest first, as the `trace` file shows them.
     fn print_events(&self, out: &mut String);
+    /// True if no event is waiting to be consumed.
+    fn is_empty(&self) -> bool;
+    /// Removes the oldest event of all CPUs and appends its `trace_pipe`
+    /// line (same text as in `trace`, preceded by `CPU:%d [LOST %lu EVENTS]`
+    /// if events were lost); false if the buffer is empty.
+    fn consume_event(&self, out: &mut String) -> bool;
+}
+
+/// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
+/// [`wake_pipe_readers`] when it commits events.
+static TRACE_PIPE_WAIT: WaitQueue = WaitQueue::new();
+
+/// Wakes `trace_pipe` readers (Linux: the ring buffer's `rb_wake_up_waiters`).
+pub fn wake_pipe_readers() {
+    TRACE_PIPE_WAIT.wake_all();
 }
 
 static TRACE_BUFFER: Mutex<Option<&'static dyn TraceBuffer>> = Mutex::new(None);
@@ -266,6 +286,9 @@ fn tracing_on_store(text: &str) -> Result<(), Errno> {
             stop();
         }
     }
+    // A trace_pipe reader that has read something ends at an empty buffer
+    // once tracing is off: let it re-check.
+    wake_pipe_readers();
     Ok(())
 }
 
@@ -275,6 +298,7 @@ const README_HEAD: &str = "tracing mini-HOWTO:\n\n\
 Important files:\n  \
 trace\t\t\t- The static contents of the buffer\n\
 \t\t\t  To clear the buffer write into this file: echo > trace\n  \
+trace_pipe\t\t- A consuming read to see the contents of the buffer\n  \
 current_tracer\t- function and latency tracers\n  \
 available_tracers\t- list of configured tracers for current_tracer\n  \
 tracing_on\t\t- 0 stops recording into the buffer, 1 resumes it\n  \
@@ -283,8 +307,8 @@ README\t\t- this text\n";
 /// Lines added to README by tracer code, in order.
 static README_EXTRA: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
-/// Adds a section to README, e.g. `"  trace_pipe\t\t- A consuming read to
-/// see the contents of the buffer\n"` when trace_pipe is created.
+/// Adds lines to README when a feature's files are created, e.g.
+/// `"  set_ftrace_filter\t- echo function name in here to only trace these\n"`.
 pub fn readme_add(text: &'static str) {
     README_EXTRA.lock().push(text);
 }
@@ -312,6 +336,70 @@ fn trace_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
         String::new()
     };
     Ok(Box::new(SeqFile::new(text).with_write(|buf| Ok(buf.len()))))
+}
+
+/// An open `trace_pipe` (Linux: `tracing_read_pipe`).
+struct TracePipe {
+    /// Text of consumed events not yet returned to the reader.
+    pending: Vec<u8>,
+    pos: usize,
+    /// Something has been returned (Linux's `iter->pos != 0`).
+    has_read: bool,
+    nonblock: bool,
+}
+
+fn trace_buffer() -> Option<&'static dyn TraceBuffer> {
+    *TRACE_BUFFER.lock()
+}
+
+fn pipe_has_data() -> bool {
+    trace_buffer().is_some_and(|b| !b.is_empty())
+}
+
+impl OpenFile for TracePipe {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.pos < self.pending.len() {
+                let n = buf.len().min(self.pending.len() - self.pos);
+                buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
+                self.pos += n;
+                self.has_read = true;
+                return Ok(n);
+            }
+            if let Some(buffer) = trace_buffer() {
+                // Consume events until the reader's buffer is full.
+                let mut text = String::new();
+                while text.len() < buf.len() && buffer.consume_event(&mut text) {}
+                if !text.is_empty() {
+                    self.pending = text.into_bytes();
+                    self.pos = 0;
+                    continue;
+                }
+            }
+            if self.nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            if self.has_read && !tracing_is_on() {
+                return Ok(0);
+            }
+            let has_read = self.has_read;
+            crate::fs::wait_event_interruptible(&TRACE_PIPE_WAIT, || {
+                pipe_has_data() || (has_read && !tracing_is_on())
+            })?;
+        }
+    }
+}
+
+fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    Ok(Box::new(TracePipe {
+        pending: Vec::new(),
+        pos: 0,
+        has_read: false,
+        nonblock: flags.nonblock(),
+    }))
 }
 
 static INIT: Once<()> = Once::new();
@@ -343,6 +431,7 @@ fn create_control_files(root: &Dentry) -> Result<(), Errno> {
         Some(tracing_on_store),
     )?;
     tracefs::create_file(root, "trace", TRACE_MODE_WRITE, trace_open)?;
+    tracefs::create_file(root, "trace_pipe", TRACE_MODE_READ, trace_pipe_open)?;
     tracefs::create_show(root, "README", readme_show)?;
     Ok(())
 }
