@@ -197,6 +197,14 @@ fn bad_inputs_are_errors() {
         let _ = build_tools::kallsyms::functions(&data[..len]);
     }
     assert!(build_tools::kallsyms::functions(&data[..data.len() - 1]).is_err());
+    // Corrupting any byte gives Ok or Err, never a panic.
+    for i in 0..data.len() {
+        let mut bad = data.clone();
+        bad[i] ^= 0xff;
+        if let Ok(funcs) = build_tools::kallsyms::functions(&bad) {
+            let _ = build_tools::kallsyms::blob(&funcs);
+        }
+    }
 
     let junk = dir.join("junk.elf");
     std::fs::write(&junk, b"junk").unwrap();

@@ -515,3 +515,24 @@ fn unexpected_instruction_and_missing_symbol_are_errors() {
     let e = process(&obj, Mode::Fentry).unwrap_err();
     assert!(e.message().contains("--mode mcount"), "{e}");
 }
+
+#[test]
+fn corrupted_bytes_never_panic() {
+    // Flip every byte of a real object, one at a time: each run must return
+    // (Ok or Err), never panic.
+    let dir = test_dir("flips");
+    for instrument in [Instrument::Mcount, Instrument::Patchable] {
+        let obj = std::fs::read(compile(&dir, SAMPLE, "lib", instrument)).unwrap();
+        let mode = match instrument {
+            Instrument::Mcount => Mode::Mcount,
+            Instrument::Patchable => Mode::Fentry,
+        };
+        let mut errors = 0;
+        for i in 0..obj.len() {
+            let mut bad = obj.clone();
+            bad[i] ^= 0xff;
+            errors += usize::from(process(&bad, mode).is_err());
+        }
+        assert!(errors > 0);
+    }
+}

@@ -90,14 +90,13 @@ pub fn rewrite(
 ) -> Result<Vec<u8>> {
     let mut out = data.to_vec();
     for p in patches {
-        let dst = out
-            .get_mut(p.offset..p.offset + p.bytes.len())
-            .ok_or_else(|| {
-                Error::new(format!(
-                    "patch at file offset {:#x} is out of bounds",
-                    p.offset
-                ))
-            })?;
+        let end = p.offset.checked_add(p.bytes.len()).unwrap_or(usize::MAX);
+        let dst = out.get_mut(p.offset..end).ok_or_else(|| {
+            Error::new(format!(
+                "patch at file offset {:#x} is out of bounds",
+                p.offset
+            ))
+        })?;
         dst.copy_from_slice(&p.bytes);
     }
     if records.is_empty() {
@@ -111,6 +110,9 @@ pub fn rewrite(
         .filter(|&end| end <= data.len())
         .ok_or_else(|| Error::new("section header table is out of bounds"))?;
     let old_headers = out[layout.shoff..headers_end].to_vec();
+    if layout.shstrndx == 0 || layout.shstrndx >= layout.shnum {
+        return Err(Error::new("bad section name string table index"));
+    }
     let shstr_hdr = layout.shstrndx * SHDR_SIZE;
     let shstr_off = usize::try_from(get_u64(&old_headers, shstr_hdr + SH_OFFSET)).ok();
     let shstr_size = usize::try_from(get_u64(&old_headers, shstr_hdr + SH_SIZE)).ok();
