@@ -382,7 +382,10 @@ mod tests {
         let mut b = blob.clone();
         let strings = HEADER_SIZE + 3 * ENTRY_SIZE;
         b[strings] = 0xff;
-        assert_eq!(KallSyms::parse(&b).unwrap_err(), Error::NotUtf8 { index: 0 });
+        assert_eq!(
+            KallSyms::parse(&b).unwrap_err(),
+            Error::NotUtf8 { index: 0 }
+        );
         // A huge count must not overflow or panic.
         let mut b = blob.clone();
         b[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
