@@ -6,3 +6,10 @@
 extern crate alloc;
 pub mod kallsyms;
 pub mod ring_buffer;
+pub mod entry;
+pub mod errno;
+pub mod events;
+pub mod filter;
+pub mod graph;
+pub mod options;
+pub mod output;

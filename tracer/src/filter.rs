@@ -1,0 +1,816 @@
+//! Function filters: `set_ftrace_filter`, `set_ftrace_notrace`,
+//! `set_graph_function`, `set_graph_notrace` and `set_ftrace_pid`, with
+//! Linux 6.6's syntax and read-back text (kernel/trace/ftrace.c:
+//! `filter_parse_regex()`, `ftrace_match()`, `match_records()`,
+//! `ftrace_process_regex()`, the traceon/traceoff/stacktrace probes of
+//! trace_functions.c, `ftrace_graph_set_hash()`; lib/glob.c `glob_match()`;
+//! trace.c `trace_pid_write()`).
+//!
+//! The filters work on record *indexes*: the caller passes the function
+//! names in record order (the order of `available_filter_functions`, i.e.
+//! by address) through [`FuncNames`], and a filter is a [`RecSet`] of those
+//! indexes.
+//!
+//! Each write is transactional: all its whitespace-separated tokens are
+//! applied to a copy, and the copy replaces the filter only if every token
+//! succeeded. (Linux applies tokens one by one as `write()` consumes them
+//! and installs the new hash when the file is closed, even after an error;
+//! here a failed write changes nothing.) Opening with `O_TRUNC` (`>`) starts
+//! from an empty set; appending (`>>`) from the current one. Probe commands
+//! (`func:traceoff[:N]`...) are not affected by truncation, as in Linux.
+//!
+//! Rust symbol names contain `::`, which Linux would read as command
+//! separators. Here a command separator is a single `:` that is not part of
+//! a `::` pair, so `kernel::fs::read` is a plain name and
+//! `kernel::fs::*:traceoff:5` is a command.
+//!
+//! The module form `<func-glob>:mod:<module-glob>` treats a Rust path as
+//! module + function: for `kernel::fs::vfs::read` the module is
+//! `kernel::fs::vfs` and the function `read`. The module glob matches the
+//! module path (a plain name also matches its submodules, so `kernel::fs`
+//! selects `kernel::fs::vfs::read`), the function glob matches the last
+//! path segment, `!` before the module excludes it (`*:mod:!kernel::fs`),
+//! and an empty module glob (`*`) selects every function inside any module
+//! (`!*`: only top-level functions), as Linux's blank module does.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use crate::errno::Errno;
+use crate::options::parse_kstrtoul;
+
+/// Function names in record order.
+pub trait FuncNames {
+    fn count(&self) -> usize;
+    fn name(&self, index: usize) -> &str;
+}
+
+impl FuncNames for [&str] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn name(&self, index: usize) -> &str {
+        self[index]
+    }
+}
+
+impl FuncNames for [String] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn name(&self, index: usize) -> &str {
+        &self[index]
+    }
+}
+
+/// A set of record indexes (a bitmap).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecSet {
+    words: Vec<u64>,
+}
+
+impl RecSet {
+    pub fn new() -> Self {
+        RecSet { words: Vec::new() }
+    }
+    pub fn contains(&self, i: usize) -> bool {
+        self.words.get(i / 64).map_or(false, |w| w & (1 << (i % 64)) != 0)
+    }
+    pub fn insert(&mut self, i: usize) {
+        if self.words.len() <= i / 64 {
+            self.words.resize(i / 64 + 1, 0);
+        }
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+    pub fn remove(&mut self, i: usize) {
+        if let Some(w) = self.words.get_mut(i / 64) {
+            *w &= !(1 << (i % 64));
+        }
+    }
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    /// Indexes in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words
+            .iter()
+            .enumerate()
+            .flat_map(|(wi, &w)| (0..64).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi * 64 + b))
+    }
+}
+
+/// Linux's `glob_match()` (lib/glob.c): `*`, `?`, `[abc]`, `[a-z]`,
+/// `[!a]`, `\x`; a malformed class matches literally.
+pub fn glob_match(pat: &[u8], s: &[u8]) -> bool {
+    let at = |v: &[u8], i: usize| v.get(i).copied().unwrap_or(0);
+    let (mut p, mut si) = (0usize, 0usize);
+    let mut back: Option<(usize, usize)> = None;
+    loop {
+        let c = at(s, si);
+        si += 1;
+        let d = at(pat, p);
+        p += 1;
+        let mut literal = None;
+        let mut mismatch = false;
+        match d {
+            b'?' => {
+                if c == 0 {
+                    return false;
+                }
+            }
+            b'*' => {
+                if at(pat, p) == 0 {
+                    return true;
+                }
+                si -= 1;
+                back = Some((p, si));
+            }
+            b'[' => {
+                let inverted = at(pat, p) == b'!';
+                let mut class = p + inverted as usize;
+                let mut a = at(pat, class);
+                class += 1;
+                let mut matched = false;
+                let mut malformed = false;
+                loop {
+                    let mut b = a;
+                    if a == 0 {
+                        malformed = true;
+                        break;
+                    }
+                    if at(pat, class) == b'-' && at(pat, class + 1) != b']' {
+                        b = at(pat, class + 1);
+                        if b == 0 {
+                            malformed = true;
+                            break;
+                        }
+                        class += 2;
+                    }
+                    matched |= a <= c && c <= b;
+                    a = at(pat, class);
+                    class += 1;
+                    if a == b']' {
+                        break;
+                    }
+                }
+                if malformed {
+                    literal = Some(b'[');
+                } else if matched == inverted {
+                    mismatch = true;
+                } else {
+                    p = class;
+                }
+            }
+            b'\\' => {
+                literal = Some(at(pat, p));
+                p += 1;
+            }
+            _ => literal = Some(d),
+        }
+        if let Some(d) = literal {
+            if c == d {
+                if d == 0 {
+                    return true;
+                }
+                continue;
+            }
+            mismatch = true;
+        }
+        if mismatch {
+            match back {
+                Some((bp, bs)) if c != 0 => {
+                    p = bp;
+                    si = bs + 1;
+                    back = Some((bp, bs + 1));
+                }
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// How a pattern matches (`enum regex_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchType {
+    /// Exact name.
+    Full,
+    /// `foo*`: prefix.
+    FrontOnly,
+    /// `*foo*`: substring.
+    MiddleOnly,
+    /// `*foo`: suffix.
+    EndOnly,
+    /// Any other use of `*`, or `?`, `[`, `\`: [`glob_match`].
+    Glob,
+    /// A number: 1-based line of `available_filter_functions`.
+    Index,
+}
+
+/// A parsed pattern (`struct ftrace_glob`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FtraceGlob<'a> {
+    pub ty: MatchType,
+    pub search: &'a str,
+    /// The pattern started with `!`.
+    pub not: bool,
+}
+
+/// `filter_parse_regex()`.
+pub fn filter_parse_regex(buff: &str) -> FtraceGlob<'_> {
+    let (not, buff) = match buff.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, buff),
+    };
+    let bytes = buff.as_bytes();
+    if bytes.first().map_or(false, |c| c.is_ascii_digit()) {
+        return FtraceGlob { ty: MatchType::Index, search: buff, not };
+    }
+    let mut ty = MatchType::Full;
+    let mut end = buff.len();
+    for (i, &c) in bytes.iter().enumerate() {
+        if c == b'*' {
+            if i == 0 {
+                ty = MatchType::EndOnly;
+            } else if i == bytes.len() - 1 {
+                ty = if ty == MatchType::EndOnly { MatchType::MiddleOnly } else { MatchType::FrontOnly };
+                end = i;
+                break;
+            } else {
+                return FtraceGlob { ty: MatchType::Glob, search: buff, not };
+            }
+        } else if matches!(c, b'[' | b'?' | b'\\') {
+            return FtraceGlob { ty: MatchType::Glob, search: buff, not };
+        }
+    }
+    let start = if bytes.first() == Some(&b'*') { 1 } else { 0 };
+    let search = if start <= end { &buff[start..end] } else { "" };
+    FtraceGlob { ty, search, not }
+}
+
+/// `ftrace_match()`: does `name` match the parsed pattern? (`Index`
+/// patterns match no name.)
+pub fn ftrace_match(name: &str, g: &FtraceGlob<'_>) -> bool {
+    match g.ty {
+        MatchType::Full => name == g.search,
+        MatchType::FrontOnly => name.starts_with(g.search),
+        MatchType::MiddleOnly => name.contains(g.search),
+        MatchType::EndOnly => name.ends_with(g.search),
+        MatchType::Glob => glob_match(g.search.as_bytes(), name.as_bytes()),
+        MatchType::Index => false,
+    }
+}
+
+/// `simple_strtoul(s, NULL, 0)`: the leading number (auto base), 0 if none.
+fn simple_strtoul(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let (base, mut i) = if b.len() > 1 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b.get(2).map_or(false, |c| c.is_ascii_hexdigit()) {
+        (16, 2)
+    } else if b.first() == Some(&b'0') {
+        (8, 1)
+    } else {
+        (10, 0)
+    };
+    let mut v: u64 = 0;
+    while let Some(d) = b.get(i).and_then(|&c| (c as char).to_digit(base)) {
+        v = v.wrapping_mul(base as u64).wrapping_add(d as u64);
+        i += 1;
+    }
+    v
+}
+
+/// Splits a Rust path into (module, function): the part before the last
+/// `::` and the rest.
+pub fn split_module(name: &str) -> (&str, &str) {
+    match name.rfind("::") {
+        Some(i) => (&name[..i], &name[i + 2..]),
+        None => ("", name),
+    }
+}
+
+/// Module test for `:mod:` (see the module docs).
+fn module_matches(module: &str, g: &FtraceGlob<'_>) -> bool {
+    if ftrace_match(module, g) {
+        return true;
+    }
+    // A plain module name also selects its submodules.
+    g.ty == MatchType::Full && module.len() > g.search.len() && module.starts_with(g.search) && module[g.search.len()..].starts_with("::")
+}
+
+/// `ftrace_match_record()` with our module rules.
+fn match_record(name: &str, func_g: &FtraceGlob<'_>, mod_g: Option<&FtraceGlob<'_>>) -> bool {
+    if let Some(m) = mod_g {
+        let (module, leaf) = split_module(name);
+        let has_module = !module.is_empty();
+        if m.search.is_empty() {
+            // Blank module glob: modname xor exclude.
+            if m.not == has_module {
+                return false;
+            }
+        } else {
+            let mod_matches = has_module && module_matches(module, m);
+            if mod_matches == m.not {
+                return false;
+            }
+        }
+        if func_g.search.is_empty() {
+            return true;
+        }
+        return ftrace_match(leaf, func_g);
+    }
+    ftrace_match(name, func_g)
+}
+
+/// `match_records()`: add (or with `!` remove) every record matching
+/// `func` (and `module`). Returns whether anything matched.
+fn match_records(hash: &mut RecSet, funcs: &dyn FuncNames, func: &str, module: Option<&str>) -> bool {
+    let func_g = filter_parse_regex(func);
+    let mod_g = module.map(filter_parse_regex);
+    let clear = func_g.not;
+    if func_g.ty == MatchType::Index {
+        let index = simple_strtoul(func_g.search);
+        if index == 0 || index > funcs.count() as u64 {
+            return false;
+        }
+        let i = (index - 1) as usize;
+        if clear {
+            hash.remove(i);
+        } else {
+            hash.insert(i);
+        }
+        return true;
+    }
+    let mut found = false;
+    for i in 0..funcs.count() {
+        if match_record(funcs.name(i), &func_g, mod_g.as_ref()) {
+            if clear {
+                hash.remove(i);
+            } else {
+                hash.insert(i);
+            }
+            found = true;
+        }
+    }
+    found
+}
+
+/// Splits `func:cmd:param` at single colons (a `::` stays in the name).
+/// Returns the function part and, if present, the command and the rest.
+pub fn split_command(tok: &str) -> (&str, Option<(&str, Option<&str>)>) {
+    fn single_colon(s: &str) -> Option<usize> {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b':' {
+                if b.get(i + 1) == Some(&b':') {
+                    i += 2;
+                    continue;
+                }
+                return Some(i);
+            }
+            i += 1;
+        }
+        None
+    }
+    let Some(i) = single_colon(tok) else { return (tok, None) };
+    let func = &tok[..i];
+    let rest = &tok[i + 1..];
+    // The command itself never contains "::"; the parameter is the rest.
+    match rest.find(':') {
+        Some(j) => (func, Some((&rest[..j], Some(&rest[j + 1..])))),
+        None => (func, Some((rest, None))),
+    }
+}
+
+/// The probe commands of `set_ftrace_filter`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeCmd {
+    /// `func:traceon[:N]`: turn tracing on when func is hit.
+    Traceon,
+    /// `func:traceoff[:N]`: turn tracing off when func is hit.
+    Traceoff,
+    /// `func:stacktrace[:N]`: record a stack trace when func is hit.
+    Stacktrace,
+}
+
+impl ProbeCmd {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeCmd::Traceon => "traceon",
+            ProbeCmd::Traceoff => "traceoff",
+            ProbeCmd::Stacktrace => "stacktrace",
+        }
+    }
+    fn from_name(s: &str) -> Option<ProbeCmd> {
+        match s {
+            "traceon" => Some(ProbeCmd::Traceon),
+            "traceoff" => Some(ProbeCmd::Traceoff),
+            "stacktrace" => Some(ProbeCmd::Stacktrace),
+            _ => None,
+        }
+    }
+}
+
+/// One registered probe (`struct ftrace_func_probe`): a command, counted
+/// or not (Linux registers `traceon` and `traceon:N` as different probe
+/// ops), and the functions it is attached to with their remaining counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Probe {
+    cmd: ProbeCmd,
+    counted: bool,
+    /// (record index, remaining count), sorted by index.
+    entries: Vec<(usize, i64)>,
+}
+
+/// What the probes on a function ask the tracer to do when it is hit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeActions {
+    pub tracing_on: bool,
+    pub tracing_off: bool,
+    pub stacktrace: bool,
+}
+
+/// Which of the two regex files of the global ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegexFile {
+    /// `set_ftrace_filter`: functions to trace (empty = all) and probes.
+    Filter,
+    /// `set_ftrace_notrace`: functions never traced.
+    Notrace,
+}
+
+/// The global function filter: `set_ftrace_filter`, `set_ftrace_notrace`
+/// and the probes registered through `set_ftrace_filter`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FtraceFilter {
+    pub filter: RecSet,
+    pub notrace: RecSet,
+    /// Newest probe first (Linux adds to the head of `tr->func_probes`).
+    probes: Vec<Probe>,
+}
+
+/// Splits a write into tokens at ASCII whitespace (`trace_get_user()`).
+fn tokens(input: &[u8]) -> Result<impl Iterator<Item = &str>, Errno> {
+    let text = core::str::from_utf8(input).map_err(|_| Errno::EINVAL)?;
+    Ok(text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()))
+}
+
+impl FtraceFilter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `ftrace_ops_test()`: is function `rec` traced? (filter empty or
+    /// containing it, and not in notrace)
+    pub fn traces(&self, rec: usize) -> bool {
+        (self.filter.is_empty() || self.filter.contains(rec)) && !self.notrace.contains(rec)
+    }
+
+    /// Does some probe sit on function `rec`?
+    pub fn has_probe(&self, rec: usize) -> bool {
+        self.probes.iter().any(|p| p.entries.iter().any(|&(i, _)| i == rec))
+    }
+
+    /// Every function with a probe, in record order.
+    pub fn probed_functions(&self) -> RecSet {
+        let mut s = RecSet::new();
+        for p in &self.probes {
+            for &(i, _) in &p.entries {
+                s.insert(i);
+            }
+        }
+        s
+    }
+
+    /// Runs the probes on function `rec` (the probe callbacks of
+    /// trace_functions.c), updating their counts. `tracing_on` is the
+    /// current state of `tracing_on`.
+    pub fn probe_hit(&mut self, rec: usize, tracing_on: bool) -> ProbeActions {
+        let mut on = tracing_on;
+        let mut act = ProbeActions::default();
+        for p in self.probes.iter_mut() {
+            let Some(e) = p.entries.iter_mut().find(|e| e.0 == rec) else { continue };
+            match (p.cmd, p.counted) {
+                (ProbeCmd::Traceon | ProbeCmd::Traceoff, false) => {
+                    let want = p.cmd == ProbeCmd::Traceon;
+                    if on != want {
+                        on = want;
+                        if want {
+                            act.tracing_on = true;
+                        } else {
+                            act.tracing_off = true;
+                        }
+                    }
+                }
+                (ProbeCmd::Traceon | ProbeCmd::Traceoff, true) => {
+                    // update_traceon_count(): only a real state change
+                    // uses up the count.
+                    let want = p.cmd == ProbeCmd::Traceon;
+                    if e.1 <= 0 || on == want {
+                        continue;
+                    }
+                    on = want;
+                    if want {
+                        act.tracing_on = true;
+                    } else {
+                        act.tracing_off = true;
+                    }
+                    e.1 -= 1;
+                }
+                (ProbeCmd::Stacktrace, false) => {
+                    if on {
+                        act.stacktrace = true;
+                    }
+                }
+                (ProbeCmd::Stacktrace, true) => {
+                    if on && e.1 != 0 {
+                        e.1 -= 1;
+                        act.stacktrace = true;
+                    }
+                }
+            }
+        }
+        act
+    }
+
+    /// A write to `set_ftrace_filter` / `set_ftrace_notrace`. `truncate` is
+    /// `O_TRUNC` (`>`). On error nothing changes.
+    pub fn write(&mut self, file: RegexFile, truncate: bool, input: &[u8], funcs: &dyn FuncNames) -> Result<(), Errno> {
+        let mut new = self.clone();
+        {
+            let hash = match file {
+                RegexFile::Filter => &mut new.filter,
+                RegexFile::Notrace => &mut new.notrace,
+            };
+            if truncate {
+                hash.clear();
+            }
+        }
+        for tok in tokens(input)? {
+            new.process_regex(file, tok, funcs)?;
+        }
+        *self = new;
+        Ok(())
+    }
+
+    /// `ftrace_process_regex()` for one token.
+    fn process_regex(&mut self, file: RegexFile, tok: &str, funcs: &dyn FuncNames) -> Result<(), Errno> {
+        let (func, cmd) = split_command(tok);
+        let hash = match file {
+            RegexFile::Filter => &mut self.filter,
+            RegexFile::Notrace => &mut self.notrace,
+        };
+        let Some((cmd, param)) = cmd else {
+            return if match_records(hash, funcs, func, None) { Ok(()) } else { Err(Errno::EINVAL) };
+        };
+        if cmd == "mod" {
+            return if match_records(hash, funcs, func, param) { Ok(()) } else { Err(Errno::EINVAL) };
+        }
+        let pcmd = ProbeCmd::from_name(cmd).ok_or(Errno::EINVAL)?;
+        // "hash funcs only work with set_ftrace_filter"
+        if file != RegexFile::Filter {
+            return Err(Errno::EINVAL);
+        }
+        let counted = param.is_some();
+        if let Some(glob) = func.strip_prefix('!') {
+            return self.unregister_probe(glob, pcmd, counted, funcs);
+        }
+        let mut count: i64 = -1;
+        if let Some(p) = param {
+            let number = p.split(':').next().unwrap_or("");
+            if !number.is_empty() {
+                count = parse_kstrtoul(number.as_bytes(), 0)? as i64;
+            }
+        }
+        self.register_probe(func, pcmd, counted, count, funcs)
+    }
+
+    /// `register_ftrace_function_probe()`: attach to every match; functions
+    /// that already have this probe keep their count.
+    fn register_probe(&mut self, glob: &str, cmd: ProbeCmd, counted: bool, count: i64, funcs: &dyn FuncNames) -> Result<(), Errno> {
+        let mut matched = RecSet::new();
+        if !match_records(&mut matched, funcs, glob, None) || matched.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let pos = match self.probes.iter().position(|p| p.cmd == cmd && p.counted == counted) {
+            Some(pos) => pos,
+            None => {
+                self.probes.insert(0, Probe { cmd, counted, entries: Vec::new() });
+                0
+            }
+        };
+        let probe = &mut self.probes[pos];
+        for i in matched.iter() {
+            if let Err(at) = probe.entries.binary_search_by_key(&i, |e| e.0) {
+                probe.entries.insert(at, (i, count));
+            }
+        }
+        Ok(())
+    }
+
+    /// `unregister_ftrace_function_probe_func()`.
+    fn unregister_probe(&mut self, glob: &str, cmd: ProbeCmd, counted: bool, funcs: &dyn FuncNames) -> Result<(), Errno> {
+        let pos = self.probes.iter().position(|p| p.cmd == cmd && p.counted == counted).ok_or(Errno::EINVAL)?;
+        let all = glob.is_empty() || glob == "*";
+        let g = filter_parse_regex(glob);
+        if !all && g.not {
+            return Err(Errno::EINVAL);
+        }
+        let probe = &mut self.probes[pos];
+        let before = probe.entries.len();
+        probe.entries.retain(|&(i, _)| !(all || (i < funcs.count() && ftrace_match(funcs.name(i), &g))));
+        if probe.entries.len() == before {
+            return Err(Errno::EINVAL);
+        }
+        if probe.entries.is_empty() {
+            self.probes.remove(pos);
+        }
+        Ok(())
+    }
+
+    /// The text of `set_ftrace_filter` / `set_ftrace_notrace`: the selected
+    /// functions in record order, or `#### all functions enabled ####`
+    /// (filter) / `#### no functions disabled ####` (notrace) when empty;
+    /// then, for the filter file, one line per probe and function
+    /// (`func:cmd:unlimited` or `func:cmd:count=N`).
+    pub fn read(&self, file: RegexFile, funcs: &dyn FuncNames) -> String {
+        let mut s = String::new();
+        let hash = match file {
+            RegexFile::Filter => &self.filter,
+            RegexFile::Notrace => &self.notrace,
+        };
+        if hash.is_empty() {
+            s.push_str(match file {
+                RegexFile::Filter => "#### all functions enabled ####\n",
+                RegexFile::Notrace => "#### no functions disabled ####\n",
+            });
+        } else {
+            for i in hash.iter().filter(|&i| i < funcs.count()) {
+                s.push_str(funcs.name(i));
+                s.push('\n');
+            }
+        }
+        if file == RegexFile::Filter {
+            for p in &self.probes {
+                for &(i, count) in &p.entries {
+                    if i >= funcs.count() {
+                        continue;
+                    }
+                    let _ = write!(s, "{}:{}", funcs.name(i), p.cmd.name());
+                    if p.counted {
+                        let _ = writeln!(s, ":count={}", count);
+                    } else {
+                        s.push_str(":unlimited\n");
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// `set_graph_function` or `set_graph_notrace`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphFile {
+    Function,
+    Notrace,
+}
+
+/// A function_graph filter (`ftrace_graph_hash` / `ftrace_graph_notrace_hash`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphFilter {
+    pub kind: GraphFile,
+    pub hash: RecSet,
+}
+
+impl GraphFilter {
+    pub fn new(kind: GraphFile) -> Self {
+        GraphFilter { kind, hash: RecSet::new() }
+    }
+
+    /// A write (`ftrace_graph_write()` / `ftrace_graph_set_hash()` per
+    /// token). Globs as for `set_ftrace_filter`, `!` removes; no index form
+    /// and no commands. A token that adds nothing new and matches nothing,
+    /// or a `!` token that removes nothing, is `EINVAL`. On error nothing
+    /// changes.
+    pub fn write(&mut self, truncate: bool, input: &[u8], funcs: &dyn FuncNames) -> Result<(), Errno> {
+        let mut new = self.hash.clone();
+        if truncate {
+            new.clear();
+        }
+        for tok in tokens(input)? {
+            let g = filter_parse_regex(tok);
+            let mut ok = false;
+            for i in 0..funcs.count() {
+                if !ftrace_match(funcs.name(i), &g) {
+                    continue;
+                }
+                if !g.not {
+                    ok = true;
+                    new.insert(i);
+                } else if new.contains(i) {
+                    new.remove(i);
+                    ok = true;
+                }
+            }
+            if !ok {
+                return Err(Errno::EINVAL);
+            }
+        }
+        self.hash = new;
+        Ok(())
+    }
+
+    /// The text: one function per line (record order), or
+    /// `#### all functions enabled ####` / `#### no functions disabled ####`.
+    pub fn read(&self, funcs: &dyn FuncNames) -> String {
+        if self.hash.is_empty() {
+            return String::from(match self.kind {
+                GraphFile::Function => "#### all functions enabled ####\n",
+                GraphFile::Notrace => "#### no functions disabled ####\n",
+            });
+        }
+        let mut s = String::new();
+        for i in self.hash.iter().filter(|&i| i < funcs.count()) {
+            s.push_str(funcs.name(i));
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Is function `rec` in the set?
+    pub fn contains(&self, rec: usize) -> bool {
+        self.hash.contains(rec)
+    }
+}
+
+/// Largest pid the pid list can hold (`pid_list.c`: `MAX_PID`, 2^30).
+pub const PID_LIST_MAX: u64 = 1 << 30;
+
+/// `set_ftrace_pid` / `set_ftrace_notrace_pid` (`trace_pid_write()`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PidFilter {
+    pids: BTreeSet<u32>,
+}
+
+impl PidFilter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A write: whitespace-separated numbers (`kstrtoul` base 0, so `0x10`
+    /// and octal `010` work). All or nothing: a bad number is `EINVAL`, a
+    /// pid that does not fit the list `EPERM` (Linux returns -1), and the
+    /// list is unchanged. A write with no number clears the list (Linux
+    /// frees it when no pid was added).
+    pub fn write(&mut self, truncate: bool, input: &[u8]) -> Result<(), Errno> {
+        let mut new = if truncate { BTreeSet::new() } else { self.pids.clone() };
+        let mut nr = 0;
+        for tok in tokens(input)? {
+            let v = parse_kstrtoul(tok.as_bytes(), 0).map_err(|_| Errno::EINVAL)?;
+            // pid_t cast, then unsigned compare against the list's limit.
+            let pid = v as u32;
+            if v > u32::MAX as u64 || pid as u64 >= PID_LIST_MAX {
+                return Err(Errno::EPERM);
+            }
+            new.insert(pid);
+            nr += 1;
+        }
+        self.pids = if nr == 0 { BTreeSet::new() } else { new };
+        Ok(())
+    }
+
+    /// `no pid` when empty, else one pid per line, ascending.
+    pub fn read(&self) -> String {
+        if self.pids.is_empty() {
+            return String::from("no pid\n");
+        }
+        let mut s = String::new();
+        for p in &self.pids {
+            let _ = writeln!(s, "{}", p);
+        }
+        s
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+    }
+
+    /// Is `pid` in the list?
+    pub fn contains(&self, pid: i32) -> bool {
+        pid >= 0 && self.pids.contains(&(pid as u32))
+    }
+
+    /// `ftrace_trace_task()` style test: trace when the list is empty or has
+    /// the pid.
+    pub fn allows(&self, pid: i32) -> bool {
+        self.is_empty() || self.contains(pid)
+    }
+}

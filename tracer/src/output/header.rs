@@ -1,0 +1,160 @@
+//! The header at the top of the `trace` file (Linux 6.6 trace.c: `s_show()`,
+//! `trace_default_header()`, `print_event_info()`,
+//! `print_func_help_header[_irq]()`, `print_trace_header()`,
+//! `print_lat_help_header()`; function_graph's own header is in
+//! [`crate::graph::print_graph_headers`]).
+//!
+//! `trace_pipe` prints no header at all.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+use super::OutputConfig;
+use crate::graph;
+use crate::options::{TraceOption, Tracer};
+
+/// Buffer counters shown in the header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    /// Events still in the buffers (`entries-in-buffer`).
+    pub entries: u64,
+    /// Events written, including overwritten ones (`entries + overrun`).
+    pub written: u64,
+    /// `num_online_cpus()` (`#P:`).
+    pub online_cpus: u32,
+}
+
+/// What the latency-format header (`print_trace_header()`) shows; the
+/// function and nop tracers leave most of it at zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatencyInfo {
+    /// `UTS_RELEASE` of the running kernel.
+    pub release: String,
+    /// `data->saved_latency` in ns.
+    pub saved_latency_ns: u64,
+    /// `buf->cpu`.
+    pub cpu: u32,
+    /// Preemption model: `server`, `desktop`, `preempt`, `preempt_rt` or
+    /// `unknown`.
+    pub preempt_model: &'static str,
+    /// Task that hit the latency (`data->comm`, `data->pid`, ...).
+    pub comm: String,
+    pub pid: i32,
+    pub uid: u32,
+    pub nice: i64,
+    pub policy: i64,
+    pub rt_priority: i64,
+}
+
+/// `print_event_info()`: the entries line and a `#` line.
+pub fn print_event_info(out: &mut String, stats: &BufferStats) {
+    let _ = writeln!(out, "# entries-in-buffer/entries-written: {}/{}   #P:{}", stats.entries, stats.written, stats.online_cpus);
+    out.push_str("#\n");
+}
+
+/// `print_func_help_header_irq()` (irq-info on; 6.6 legend with
+/// `irqs-off/BH-disabled` and `migrate-disable`).
+pub fn print_func_help_header_irq(out: &mut String, stats: &BufferStats, tgid: bool) {
+    const SPACE: &str = "            ";
+    let prec = if tgid { 12 } else { 2 };
+    let sp = &SPACE[..prec];
+    print_event_info(out, stats);
+    let _ = writeln!(out, "#                            {}  _-----=> irqs-off/BH-disabled", sp);
+    let _ = writeln!(out, "#                            {} / _----=> need-resched", sp);
+    let _ = writeln!(out, "#                            {}| / _---=> hardirq/softirq", sp);
+    let _ = writeln!(out, "#                            {}|| / _--=> preempt-depth", sp);
+    let _ = writeln!(out, "#                            {}||| / _-=> migrate-disable", sp);
+    let _ = writeln!(out, "#                            {}|||| /     delay", sp);
+    let _ = writeln!(out, "#           TASK-PID  {} CPU#  |||||  TIMESTAMP  FUNCTION", &"     TGID   "[..prec]);
+    let _ = writeln!(out, "#              | |    {}   |   |||||     |         |", &"       |    "[..prec]);
+}
+
+/// `print_func_help_header()` (irq-info off).
+pub fn print_func_help_header(out: &mut String, stats: &BufferStats, tgid: bool) {
+    print_event_info(out, stats);
+    let _ = writeln!(out, "#           TASK-PID    {} CPU#     TIMESTAMP  FUNCTION", if tgid { "   TGID   " } else { "" });
+    let _ = writeln!(out, "#              | |      {}   |         |         |", if tgid { "     |    " } else { "" });
+}
+
+/// `print_lat_help_header()`.
+pub fn print_lat_help_header(out: &mut String) {
+    out.push_str(
+        "#                    _------=> CPU#            \n\
+         #                   / _-----=> irqs-off/BH-disabled\n\
+         #                  | / _----=> need-resched    \n\
+         #                  || / _---=> hardirq/softirq \n\
+         #                  ||| / _--=> preempt-depth   \n\
+         #                  |||| / _-=> migrate-disable \n\
+         #                  ||||| /     delay           \n\
+         #  cmd     pid     |||||| time  |   caller     \n\
+         #     \\   /        ||||||  \\    |    /       \n",
+    );
+}
+
+/// `print_trace_header()`: the latency-format banner.
+pub fn print_trace_header(out: &mut String, tracer: Tracer, stats: &BufferStats, lat: &LatencyInfo) {
+    let _ = writeln!(out, "# {} latency trace v1.1.5 on {}", tracer.name(), lat.release);
+    out.push_str("# --------------------------------------------------------------------\n");
+    let model = if lat.preempt_model.is_empty() { "unknown" } else { lat.preempt_model };
+    let _ = writeln!(
+        out,
+        "# latency: {} us, #{}/{}, CPU#{} | (M:{} VP:0, KP:0, SP:0 HP:0 #P:{})",
+        lat.saved_latency_ns / 1000,
+        stats.entries,
+        stats.written,
+        lat.cpu,
+        model,
+        stats.online_cpus
+    );
+    out.push_str("#    -----------------\n");
+    let _ = writeln!(
+        out,
+        "#    | task: {}-{} (uid:{} nice:{} policy:{} rt_prio:{})",
+        super::truncate_str(&lat.comm, 16),
+        lat.pid,
+        lat.uid,
+        lat.nice,
+        lat.policy,
+        lat.rt_priority
+    );
+    out.push_str("#    -----------------\n");
+    out.push_str("#\n");
+}
+
+/// The whole header of the `trace` file for the configured tracer:
+/// `# tracer: <name>`, `#`, then the tracer's header (function_graph) or the
+/// default one. `empty` tells whether the buffers hold no event (the
+/// latency-format header is skipped then).
+pub fn print_header(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStats, lat: &LatencyInfo, empty: bool) {
+    let _ = writeln!(out, "# tracer: {}", cfg.tracer.name());
+    out.push_str("#\n");
+    if cfg.tracer == Tracer::FunctionGraph {
+        graph::print_graph_headers(out, cfg, stats, lat, empty);
+        return;
+    }
+    trace_default_header(out, cfg, stats, lat, empty);
+}
+
+/// `trace_default_header()`.
+pub fn trace_default_header(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStats, lat: &LatencyInfo, empty: bool) {
+    let o = cfg.options;
+    if !o.has(TraceOption::ContextInfo) {
+        return;
+    }
+    if o.has(TraceOption::LatencyFmt) {
+        if empty {
+            return;
+        }
+        print_trace_header(out, cfg.tracer, stats, lat);
+        if !o.has(TraceOption::Verbose) {
+            print_lat_help_header(out);
+        }
+    } else if !o.has(TraceOption::Verbose) {
+        let tgid = o.has(TraceOption::RecordTgid);
+        if o.has(TraceOption::IrqInfo) {
+            print_func_help_header_irq(out, stats, tgid);
+        } else {
+            print_func_help_header(out, stats, tgid);
+        }
+    }
+}
