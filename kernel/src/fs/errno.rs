@@ -92,3 +92,11 @@ impl fmt::Display for Errno {
         f.write_str(self.strerror())
     }
 }
+
+/// The `tracer` crate's parsers return its own `Errno` (same Linux numbers,
+/// fewer variants); `?` converts it in kernel glue code.
+impl From<tracer::errno::Errno> for Errno {
+    fn from(e: tracer::errno::Errno) -> Errno {
+        Errno::from_i32(e.code()).unwrap_or(Errno::EIO)
+    }
+}

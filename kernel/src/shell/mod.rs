@@ -59,46 +59,39 @@ impl LineEditor {
                     crate::console::write_bytes(b"\n");
                     return String::from_utf8_lossy(&line).into_owned();
                 }
-                0x08 | 0x7f => {
-                    if !line.is_empty() {
-                        // Remove a whole UTF-8 character.
-                        while let Some(c) = line.pop() {
-                            if c & 0xc0 != 0x80 {
-                                break;
-                            }
+                0x08 | 0x7f if !line.is_empty() => {
+                    // Remove a whole UTF-8 character.
+                    while let Some(c) = line.pop() {
+                        if c & 0xc0 != 0x80 {
+                            break;
                         }
-                        crate::console::write_bytes(b"\x08 \x08");
                     }
+                    crate::console::write_bytes(b"\x08 \x08");
                 }
-                0x03 => {
-                    // Ctrl-C at the prompt discards the line. If a command
-                    // already consumed this Ctrl-C, the byte is just dropped.
-                    if crate::console::take_interrupt() {
-                        crate::console::write_bytes(b"^C\n");
-                        return String::new();
-                    }
+                // Ctrl-C at the prompt discards the line. If a command
+                // already consumed this Ctrl-C, the byte is just dropped.
+                0x03 if crate::console::take_interrupt() => {
+                    crate::console::write_bytes(b"^C\n");
+                    return String::new();
                 }
-                0x1b => {
-                    // An escape sequence (arrow keys): ESC [ ... final byte.
-                    if crate::console::read_byte() == b'[' {
-                        while !(0x40..=0x7e).contains(&crate::console::read_byte()) {}
-                    }
-                }
-                b'\t' => {
-                    if line.len() < MAX_LINE {
-                        line.push(b' ');
-                        crate::console::write_bytes(b" ");
-                    }
-                }
-                b if b >= 0x20 => {
-                    if line.len() < MAX_LINE {
-                        line.push(b);
-                        crate::console::write_bytes(&[b]);
-                    }
+                0x1b => skip_escape_sequence(),
+                // A tab is taken as a space; other control bytes are ignored.
+                b'\t' | 0x20..=0x7e | 0x80..=0xff if line.len() < MAX_LINE => {
+                    let b = if b == b'\t' { b' ' } else { b };
+                    line.push(b);
+                    crate::console::write_bytes(&[b]);
                 }
                 _ => {}
             }
         }
+    }
+}
+
+/// Skips the rest of an escape sequence (arrow keys send `ESC [ A`): the
+/// line editor has no history or cursor movement.
+fn skip_escape_sequence() {
+    if crate::console::read_byte() == b'[' {
+        while !(0x40..=0x7e).contains(&crate::console::read_byte()) {}
     }
 }
 

@@ -40,6 +40,9 @@ struct WorkState {
     wakeups: AtomicU64,
 }
 
+/// The threads of a workload, each with the value its body returned.
+type Workers = Vec<(JoinHandle, Arc<AtomicU64>)>;
+
 /// One ping-pong pair's token.
 struct PingPong {
     /// 0: ping's turn, 1: pong's turn.
@@ -133,7 +136,7 @@ pub fn run(args: &[String], out: &mut Output) {
 /// result value (for compute).
 fn wait(
     state: &Arc<WorkState>,
-    handles: Vec<(JoinHandle, Arc<AtomicU64>)>,
+    handles: Workers,
     pairs: &[Arc<PingPong>],
     deadline: Option<u64>,
 ) -> Vec<u64> {
@@ -173,11 +176,7 @@ fn spawn_worker(
 
 // ---------------------------------------------------------------- files
 
-fn spawn_files(
-    state: &Arc<WorkState>,
-    cpus: usize,
-    n: Option<u64>,
-) -> Vec<(JoinHandle, Arc<AtomicU64>)> {
+fn spawn_files(state: &Arc<WorkState>, cpus: usize, n: Option<u64>) -> Workers {
     (0..cpus)
         .map(|cpu| {
             spawn_worker(state, cpu, format!("work-files/{}", cpu), move |st| {
@@ -247,7 +246,7 @@ fn spawn_sleep(
     state: &Arc<WorkState>,
     cpus: usize,
     n: Option<u64>,
-) -> (Vec<(JoinHandle, Arc<AtomicU64>)>, Vec<Arc<PingPong>>) {
+) -> (Workers, Vec<Arc<PingPong>>) {
     let mut handles = Vec::new();
     let mut pairs = Vec::new();
     for cpu in 0..cpus {
@@ -311,11 +310,7 @@ fn ping_pong_nap(me: usize) {
 
 // ---------------------------------------------------------------- compute
 
-fn spawn_compute(
-    state: &Arc<WorkState>,
-    cpus: usize,
-    n: Option<u64>,
-) -> Vec<(JoinHandle, Arc<AtomicU64>)> {
+fn spawn_compute(state: &Arc<WorkState>, cpus: usize, n: Option<u64>) -> Workers {
     (0..cpus)
         .map(|cpu| {
             spawn_worker(state, cpu, format!("work-compute/{}", cpu), move |st| {
