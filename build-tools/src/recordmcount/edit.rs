@@ -90,7 +90,7 @@ pub fn rewrite(
 ) -> Result<Vec<u8>> {
     let mut out = data.to_vec();
     for p in patches {
-        let end = p.offset.checked_add(p.bytes.len()).unwrap_or(usize::MAX);
+        let end = p.offset.saturating_add(p.bytes.len());
         let dst = out.get_mut(p.offset..end).ok_or_else(|| {
             Error::new(format!(
                 "patch at file offset {:#x} is out of bounds",
