@@ -79,7 +79,10 @@ fn files_directories_and_errors() {
     // shell echoes BS, space, BS), CR ends a line like LF.
     k.send(b"echo abX\x7fc\x08d\r");
     let out = k.wait_prompt(Duration::from_secs(10));
-    assert!(out.ends_with("echo abX\x08 \x08c\x08 \x08d\nabd\n/ # "), "{out:?}");
+    assert!(
+        out.ends_with("echo abX\x08 \x08c\x08 \x08d\nabd\n/ # "),
+        "{out:?}"
+    );
 
     // relative paths, cd, pwd, . and ..
     assert_eq!(k.run("cd /tmp/d"), "");

@@ -282,12 +282,18 @@ fn ls(args: &[String], out: &mut Output) {
     let mut long = false;
     let mut paths = Vec::new();
     for a in args {
-        match a.as_str() {
-            "-l" => long = true,
-            "-a" | "-1" => {}
-            s if s.len() > 1 && s.starts_with('-') => {
-                println!("ls: invalid option -- '{}'", &s[1..]);
-                return;
+        match a.strip_prefix('-') {
+            Some(flags) if !flags.is_empty() => {
+                for f in flags.chars() {
+                    match f {
+                        'l' => long = true,
+                        'a' | '1' => {} // no hidden files; one per line anyway
+                        _ => {
+                            println!("ls: invalid option -- '{}'", f);
+                            return;
+                        }
+                    }
+                }
             }
             _ => paths.push(a.clone()),
         }

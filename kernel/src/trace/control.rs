@@ -30,7 +30,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
 
@@ -133,8 +133,13 @@ pub fn current_tracer() -> &'static Tracer {
     *CURRENT.lock()
 }
 
+/// Open `trace_pipe` files (Linux's `tr->trace_ref`): the tracer cannot be
+/// changed while someone reads the pipe.
+static TRACE_REF: AtomicUsize = AtomicUsize::new(0);
+
 /// Selects the tracer called `name` (Linux: `tracing_set_tracer`).
-/// EINVAL if there is none; selecting the current one does nothing.
+/// EINVAL if there is none; selecting the current one does nothing;
+/// EBUSY while `trace_pipe` is open.
 pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
     let new = TRACE_TYPES
         .lock()
@@ -146,6 +151,9 @@ pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
     let old = current_tracer();
     if core::ptr::eq(old, new) {
         return Ok(());
+    }
+    if TRACE_REF.load(Ordering::SeqCst) > 0 {
+        return Err(Errno::EBUSY);
     }
     if let Some(reset) = old.reset {
         reset();
@@ -391,9 +399,14 @@ impl OpenFile for TracePipe {
             })?;
         }
     }
+
+    fn release(&mut self) {
+        TRACE_REF.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    TRACE_REF.fetch_add(1, Ordering::SeqCst);
     Ok(Box::new(TracePipe {
         pending: Vec::new(),
         pos: 0,
