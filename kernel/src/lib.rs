@@ -74,10 +74,14 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     console::serial_interrupt();
 
     sched::init();
+    // Before the other CPUs run: boot-time NOP conversion needs no int3.
+    arch::traps::set_int3_hook(arch::text_poke::poke_int3_handler);
+    trace::ftrace::ftrace_init();
     let cpus = arch::smp::start_aps(&madt.apic_ids);
     println!("smp: {} CPUs online", cpus);
     arch::apic::start_timer();
 
+    trace::init();
     sched::spawn_on(0, "sh", || {
         shell::run();
     });

@@ -13,6 +13,7 @@ pub mod percpu;
 pub mod serial;
 pub mod smp;
 pub mod switch;
+pub mod text_poke;
 pub mod traps;
 pub mod tsc;
 

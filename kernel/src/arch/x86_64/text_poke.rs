@@ -1,0 +1,216 @@
+//! Writing to kernel text while every CPU may be running it
+//! (Linux: arch/x86/kernel/alternative.c, text_poke and text_poke_bp).
+//!
+//! Kernel text is mapped read-only, and stays so. [`TextPoke`] writes through
+//! a temporary writable alias: it maps the text's physical page at a spare
+//! address (`POKE_VA`) for as long as it needs it, then unmaps it. Nobody
+//! ever switches write protection off.
+//!
+//! Changing a 5-byte instruction that other CPUs may execute at the same time
+//! cannot be done with one store. [`text_poke_bp_batch`] uses Linux's int3
+//! protocol, for many sites at once:
+//!  1. write `int3` (0xcc) over the first byte of every site, sync all CPUs;
+//!  2. write bytes 1..5 of the new instruction, sync all CPUs;
+//!  3. write the new first byte, sync all CPUs.
+//! A CPU that reaches a site in between traps on the int3, and
+//! [`poke_int3_handler`] emulates the *new* instruction (a call: push the
+//! return address and jump; a NOP: skip 5 bytes). "Sync" means every CPU has
+//! executed a serialising instruction, so none still runs stale bytes.
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use spin::{Mutex, MutexGuard};
+
+use super::entry::PtRegs;
+use super::paging::{self, PAGE_SIZE, WRITABLE, NO_EXECUTE};
+
+/// Where text pages are mapped writable while being patched (two pages, so
+/// an instruction that crosses a page boundary can be written in one go).
+const POKE_VA: u64 = 0xffff_fe00_0000_0000;
+
+/// Serialises all writers of kernel text (Linux: text_mutex).
+static TEXT_MUTEX: Mutex<()> = Mutex::new(());
+
+/// The int3 opcode.
+pub const INT3: u8 = 0xcc;
+
+/// Makes this CPU discard any prefetched instructions (Linux: sync_core).
+#[inline(always)]
+pub fn sync_core() {
+    // cpuid is a serialising instruction with no other effect.
+    core::arch::x86_64::__cpuid(0);
+}
+
+fn do_sync_core(_: usize) {
+    sync_core();
+}
+
+/// Serialises every CPU (Linux: text_poke_sync): the others in an IPI, whose
+/// return (iretq) serialises too, and this one directly.
+pub fn text_poke_sync() {
+    super::smp::smp_call_function(do_sync_core, 0);
+    sync_core();
+}
+
+/// Exclusive access to kernel text, with the writable alias.
+pub struct TextPoke {
+    _guard: MutexGuard<'static, ()>,
+    /// The physical page now mapped at POKE_VA.
+    mapped: Option<u64>,
+}
+
+impl TextPoke {
+    /// Takes the text lock. Preemption stays off while the alias exists, so the
+    /// alias is only ever used by the CPU that mapped it.
+    pub fn lock() -> TextPoke {
+        crate::sched::preempt_disable();
+        TextPoke { _guard: TEXT_MUTEX.lock(), mapped: None }
+    }
+
+    fn alias(&mut self, addr: u64) -> *mut u8 {
+        let page_va = addr & !(PAGE_SIZE - 1);
+        let pa = paging::virt_to_phys(page_va);
+        if self.mapped != Some(pa) {
+            // Map this page and the next (an instruction may cross into it).
+            paging::map_4k(POKE_VA, pa, WRITABLE | NO_EXECUTE);
+            paging::map_4k(POKE_VA + PAGE_SIZE, pa + PAGE_SIZE, WRITABLE | NO_EXECUTE);
+            self.mapped = Some(pa);
+        }
+        (POKE_VA + (addr - page_va)) as *mut u8
+    }
+
+    /// Writes `bytes` at kernel text address `addr` and checks them through
+    /// the normal (read-only) mapping.
+    pub fn write(&mut self, addr: u64, bytes: &[u8]) {
+        let dst = self.alias(addr);
+        // SAFETY: `dst` is the writable alias of [addr, addr+len) (at most
+        // one page boundary crossed, covered by the second mapped page), and
+        // TEXT_MUTEX makes this the only writer.
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        // SAFETY: reading back kernel text through its own mapping.
+        let back = unsafe { core::slice::from_raw_parts(addr as *const u8, bytes.len()) };
+        assert_eq!(back, bytes, "text_poke: write did not land at {addr:#x}");
+    }
+
+    /// Reads `N` bytes of text.
+    pub fn read<const N: usize>(&self, addr: u64) -> [u8; N] {
+        let mut out = [0u8; N];
+        // SAFETY: kernel text is mapped and readable; the caller names a site.
+        unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), N) };
+        out
+    }
+}
+
+impl Drop for TextPoke {
+    fn drop(&mut self) {
+        if self.mapped.is_some() {
+            paging::unmap_4k(POKE_VA);
+            paging::unmap_4k(POKE_VA + PAGE_SIZE);
+        }
+        crate::sched::preempt_enable();
+    }
+}
+
+/// What a CPU that hits the int3 of an in-flight site must do instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emulate {
+    /// `call target`: push the address after the site, jump to target.
+    Call(u64),
+    /// Continue at target (a NOP is `Jump(site + 5)`).
+    Jump(u64),
+}
+
+/// One site of a batch.
+#[derive(Clone, Copy, Debug)]
+pub struct PokeSite {
+    pub addr: u64,
+    pub new: [u8; 5],
+    pub emulate: Emulate,
+}
+
+/// The batch being applied, for the int3 handler (sorted by address).
+static BATCH: AtomicPtr<Vec<PokeSite>> = AtomicPtr::new(core::ptr::null_mut());
+/// int3 handlers currently looking at BATCH.
+static BATCH_REFS: AtomicUsize = AtomicUsize::new(0);
+/// int3 traps handled for in-flight sites since boot (for tests and stats).
+static INT3_HITS: AtomicUsize = AtomicUsize::new(0);
+
+/// Replaces the 5-byte instructions at `sites` (sorted by address, distinct)
+/// while other CPUs run, with three global serialisations for the whole batch.
+pub fn text_poke_bp_batch(poke: &mut TextPoke, sites: Vec<PokeSite>) {
+    if sites.is_empty() {
+        return;
+    }
+    debug_assert!(sites.windows(2).all(|w| w[0].addr < w[1].addr));
+    let batch = Box::into_raw(Box::new(sites));
+    BATCH.store(batch, Ordering::SeqCst);
+    // SAFETY: `batch` is ours until freed below; the int3 handler only reads it.
+    let sites = unsafe { &*batch };
+
+    for s in sites {
+        poke.write(s.addr, &[INT3]);
+    }
+    text_poke_sync();
+    for s in sites {
+        poke.write(s.addr + 1, &s.new[1..]);
+    }
+    text_poke_sync();
+    for s in sites {
+        poke.write(s.addr, &s.new[..1]);
+    }
+    text_poke_sync();
+
+    BATCH.store(core::ptr::null_mut(), Ordering::SeqCst);
+    while BATCH_REFS.load(Ordering::SeqCst) != 0 {
+        core::hint::spin_loop();
+    }
+    // SAFETY: no handler can still see the batch (pointer cleared, refs zero).
+    drop(unsafe { Box::from_raw(batch) });
+}
+
+/// The int3 handler for sites being patched (Linux: poke_int3_handler).
+/// Returns false if the int3 is not one of ours.
+pub fn poke_int3_handler(regs: &mut PtRegs) -> bool {
+    // Take the reference before looking at the pointer: the patcher clears
+    // the pointer, then waits for references to drop to zero.
+    BATCH_REFS.fetch_add(1, Ordering::SeqCst);
+    let batch = BATCH.load(Ordering::SeqCst);
+    let handled = if batch.is_null() {
+        false
+    } else {
+        // SAFETY: non-null and kept alive while BATCH_REFS > 0.
+        let sites = unsafe { &*batch };
+        let ip = regs.rip - 1;
+        match sites.binary_search_by_key(&ip, |s| s.addr) {
+            Ok(i) => {
+                emulate(regs, ip, sites[i].emulate);
+                INT3_HITS.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    BATCH_REFS.fetch_sub(1, Ordering::SeqCst);
+    handled
+}
+
+fn emulate(regs: &mut PtRegs, ip: u64, what: Emulate) {
+    match what {
+        Emulate::Call(target) => {
+            // The int3 ran on its own IST stack, so the interrupted stack has
+            // room below its pointer for the return address.
+            regs.rsp -= 8;
+            // SAFETY: the interrupted kernel stack, just below its top of stack
+            // (kernel code has no red zone).
+            unsafe { *(regs.rsp as *mut u64) = ip + 5 };
+            regs.rip = target;
+        }
+        Emulate::Jump(target) => regs.rip = target,
+    }
+}
+
+/// How many in-flight sites were hit and emulated since boot.
+pub fn int3_hits() -> usize {
+    INT3_HITS.load(Ordering::Relaxed)
+}

@@ -1,0 +1,478 @@
+//! Dynamic ftrace: the call-site records and who wants them
+//! (Linux: kernel/trace/ftrace.c).
+//!
+//! - At boot, [`ftrace_init`] reads the `__mcount_loc` table that recordmcount
+//!   built, sorts it, checks every site's bytes and turns each into a NOP.
+//!   Each site becomes a [`DynFtrace`] record (ip, flags).
+//! - A user of function tracing is an [`FtraceOps`]: a callback plus the set of
+//!   records it wants (its filter). Several can be registered at once.
+//! - [`ftrace_update`] recomputes, for every record, how many ops want it and
+//!   patches the sites whose state must change, in one int3 batch: a site
+//!   calls `ftrace_caller` if any ops wants it and is a NOP when none does.
+//! - `ftrace_caller` calls `function_trace_op->func`: the single registered
+//!   ops directly, or [`ftrace_ops_list_func`], which asks each ops.
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use spin::{Mutex, Once};
+
+use crate::arch::ftrace::{self as arch_ftrace, MCOUNT_INSN_SIZE, NOP5};
+use crate::arch::text_poke::{self, Emulate, PokeSite, TextPoke};
+use crate::arch::percpu;
+use crate::fs::Errno;
+
+/// The site calls the trampoline now (Linux: FTRACE_FL_ENABLED).
+pub const FTRACE_FL_ENABLED: u32 = 1 << 31;
+/// Some ops was attached since boot (Linux: FTRACE_FL_TOUCHED).
+pub const FTRACE_FL_TOUCHED: u32 = 1 << 20;
+/// Low bits: how many ops want this site (Linux: FTRACE_REF_MAX_SHIFT).
+pub const FTRACE_REF_MASK: u32 = (1 << 19) - 1;
+
+/// One call site (Linux: struct dyn_ftrace).
+pub struct DynFtrace {
+    pub ip: u64,
+    pub flags: AtomicU32,
+}
+
+impl DynFtrace {
+    pub fn enabled(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & FTRACE_FL_ENABLED != 0
+    }
+    pub fn refcount(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed) & FTRACE_REF_MASK
+    }
+}
+
+static RECORDS: Once<Box<[DynFtrace]>> = Once::new();
+/// Set by `ftrace_bug`: code patching is off for good (Linux: ftrace_disabled).
+static FTRACE_DISABLED: AtomicBool = AtomicBool::new(false);
+/// TSC ticks spent converting sites at boot (instructions under --icount).
+pub static BOOT_NOP_TICKS: AtomicU64 = AtomicU64::new(0);
+/// TSC ticks and sites of the last ftrace_update, for the benchmark.
+pub static LAST_UPDATE: Mutex<(u64, usize)> = Mutex::new((0, 0));
+
+/// All records, sorted by ip (empty before ftrace_init).
+pub fn records() -> &'static [DynFtrace] {
+    RECORDS.get().map(|r| &r[..]).unwrap_or(&[])
+}
+
+/// The index of the record at `ip` (Linux: ftrace_location / lookup_rec).
+pub fn record_index(ip: u64) -> Option<usize> {
+    records().binary_search_by_key(&ip, |r| r.ip).ok()
+}
+
+/// True once code patching was switched off by [`ftrace_bug`].
+pub fn ftrace_is_dead() -> bool {
+    FTRACE_DISABLED.load(Ordering::Relaxed)
+}
+
+extern "C" {
+    static __start_mcount_loc: u64;
+    static __stop_mcount_loc: u64;
+}
+
+fn mcount_loc() -> &'static [u64] {
+    // SAFETY: the linker script delimits the __mcount_loc table (8-byte
+    // entries) with these two symbols, in read-only data.
+    unsafe {
+        let start = &raw const __start_mcount_loc;
+        let stop = &raw const __stop_mcount_loc;
+        core::slice::from_raw_parts(start, stop.offset_from(start) as usize)
+    }
+}
+
+/// Reports a site whose bytes are not what we expect, and stops all code
+/// patching (Linux: ftrace_bug + ftrace_kill).
+fn ftrace_bug(ip: u64, expected: &[u8; 5], actual: &[u8; 5]) {
+    FTRACE_DISABLED.store(true, Ordering::SeqCst);
+    println!("------------[ cut here ]------------");
+    println!("WARNING: ftrace failed to modify {}", super::ksyms::describe(ip));
+    println!(" actual:   {}", hex(actual));
+    println!(" expected: {}", hex(expected));
+    println!("ftrace: code patching disabled");
+    println!("---[ end trace ]---");
+}
+
+fn hex(b: &[u8; 5]) -> String {
+    let mut s = String::new();
+    for (i, x) in b.iter().enumerate() {
+        let _ = write!(s, "{}{:02x}", if i > 0 { ":" } else { "" }, x);
+    }
+    s
+}
+
+/// Boot-time setup: records every call site and turns it into a NOP. Runs on
+/// the boot CPU before the others start, so plain writes are safe
+/// (Linux: ftrace_init, ftrace_process_locs, ftrace_init_nop).
+pub fn ftrace_init() {
+    let t0 = crate::arch::rdtsc();
+    let mut ips: Vec<u64> = mcount_loc().iter().copied().filter(|&ip| ip != 0).collect();
+    if ips.is_empty() {
+        println!("ftrace: No functions to be traced?");
+        return;
+    }
+    ips.sort_unstable();
+    ips.dedup();
+    let count = ips.len();
+    // 16-byte records, 256 to a 4 KiB page, as Linux's.
+    println!("ftrace: allocating {} entries in {} pages", count, count / 256 + 1);
+    let mut records = Vec::with_capacity(count);
+    {
+        let mut poke = TextPoke::lock();
+        for ip in ips {
+            let Some(expected) = arch_ftrace::compiler_site_bytes(ip) else {
+                continue;
+            };
+            let actual: [u8; 5] = poke.read(ip);
+            if actual != expected {
+                ftrace_bug(ip, &expected, &actual);
+                return;
+            }
+            poke.write(ip, &NOP5);
+            records.push(DynFtrace { ip, flags: AtomicU32::new(0) });
+        }
+    }
+    text_poke::sync_core();
+    let n = records.len();
+    RECORDS.call_once(|| records.into_boxed_slice());
+    let ticks = crate::arch::rdtsc() - t0;
+    BOOT_NOP_TICKS.store(ticks, Ordering::Relaxed);
+    println!(
+        "ftrace: {} sites ({} mode) converted to NOPs in {} us",
+        n,
+        arch_ftrace::MODE,
+        ticks * 1_000_000 / crate::arch::tsc::tsc_hz().max(1)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// ftrace_ops
+
+/// A callback: `ip` is the call site, `parent_slot` the stack slot holding
+/// the traced function's return address (read it for the parent; the graph
+/// tracer replaces it).
+pub type FtraceFunc = extern "C" fn(ip: u64, parent_slot: *mut u64, op: &FtraceOps);
+
+/// A user of function tracing (Linux: struct ftrace_ops).
+#[repr(C)]
+pub struct FtraceOps {
+    /// Called by `ftrace_caller` (must stay the first field: the trampoline
+    /// calls `[op]`).
+    pub func: FtraceFunc,
+    pub name: &'static str,
+    /// Which records this ops wants, one bit each (filter minus notrace).
+    wanted: Once<Box<[AtomicU64]>>,
+}
+
+impl FtraceOps {
+    pub const fn new(name: &'static str, func: FtraceFunc) -> FtraceOps {
+        FtraceOps { func, name, wanted: Once::new() }
+    }
+
+    fn bits(&self) -> &[AtomicU64] {
+        self.wanted.call_once(|| (0..records().len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// True if this ops wants record `i`.
+    #[inline]
+    pub fn wants(&self, i: usize) -> bool {
+        self.bits().get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+
+    /// True if this ops wants the site at `ip` (Linux: ftrace_ops_test).
+    pub fn test(&self, ip: u64) -> bool {
+        record_index(ip).is_some_and(|i| self.wants(i))
+    }
+
+    /// Sets the records this ops wants (takes effect at the next update).
+    pub fn set_wanted(&self, wanted: &[bool]) {
+        for (w, chunk) in self.bits().iter().zip(wanted.chunks(64)) {
+            let word = chunk.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+            w.store(word, Ordering::Relaxed);
+        }
+    }
+}
+
+extern "C" fn ftrace_stub(_ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {}
+
+/// Calls every registered ops that wants this site (Linux: ftrace_ops_list_func).
+extern "C" fn ftrace_ops_list_func(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    let Some(bit) = recursion::trylock(recursion::LIST_START) else {
+        return;
+    };
+    if let Some(i) = record_index(ip) {
+        for slot in OPS_SLOTS.iter() {
+            let p = slot.load(Ordering::Acquire);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: slots hold `&'static FtraceOps`.
+            let op = unsafe { &*p };
+            if op.wants(i) {
+                (op.func)(ip, parent_slot, op);
+            }
+        }
+    }
+    recursion::unlock(bit);
+}
+
+static FTRACE_STUB_OPS: FtraceOps = FtraceOps::new("stub", ftrace_stub);
+static FTRACE_LIST_OPS: FtraceOps = FtraceOps::new("list", ftrace_ops_list_func);
+
+/// What `ftrace_caller` calls (Linux: function_trace_op + ftrace_trace_function,
+/// here one pointer so both change together).
+#[no_mangle]
+static function_trace_op: AtomicPtr<FtraceOps> =
+    AtomicPtr::new(&FTRACE_STUB_OPS as *const FtraceOps as *mut FtraceOps);
+
+const MAX_OPS: usize = 8;
+/// Registered ops (Linux: ftrace_ops_list).
+static OPS_SLOTS: [AtomicPtr<FtraceOps>; MAX_OPS] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_OPS];
+/// Serialises registration and code updates (Linux: ftrace_lock).
+static FTRACE_LOCK: Mutex<()> = Mutex::new(());
+
+fn registered() -> Vec<&'static FtraceOps> {
+    OPS_SLOTS
+        .iter()
+        .filter_map(|s| {
+            let p = s.load(Ordering::Acquire);
+            // SAFETY: slots hold `&'static FtraceOps`.
+            (!p.is_null()).then(|| unsafe { &*p })
+        })
+        .collect()
+}
+
+fn op_for(ops: &[&'static FtraceOps]) -> *mut FtraceOps {
+    let op: &'static FtraceOps = match ops {
+        [] => &FTRACE_STUB_OPS,
+        [one] => one,
+        _ => &FTRACE_LIST_OPS,
+    };
+    op as *const FtraceOps as *mut FtraceOps
+}
+
+/// Adds an ops and patches the sites it wants (Linux: register_ftrace_function).
+pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
+    let _g = FTRACE_LOCK.lock();
+    let p = ops as *const FtraceOps as *mut FtraceOps;
+    if OPS_SLOTS.iter().any(|s| s.load(Ordering::Relaxed) == p) {
+        return Err(Errno::EBUSY);
+    }
+    let slot = OPS_SLOTS.iter().find(|s| s.load(Ordering::Relaxed).is_null()).ok_or(Errno::ENOSPC)?;
+    let before = registered();
+    slot.store(p, Ordering::Release);
+    let after = registered();
+    update_locked(&before, &after)
+}
+
+/// Removes an ops; sites nobody wants any more become NOPs again.
+pub fn unregister_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
+    let _g = FTRACE_LOCK.lock();
+    let p = ops as *const FtraceOps as *mut FtraceOps;
+    let Some(slot) = OPS_SLOTS.iter().find(|s| s.load(Ordering::Relaxed) == p) else {
+        return Err(Errno::EINVAL);
+    };
+    let before = registered();
+    let after: Vec<_> = before.iter().copied().filter(|o| !core::ptr::eq(*o, ops)).collect();
+    // Patch first, with the ops still reachable; then drop it from the list.
+    let r = update_locked(&before, &after);
+    slot.store(core::ptr::null_mut(), Ordering::Release);
+    r
+}
+
+/// Re-applies every ops' wanted set to the code (after a filter change).
+pub fn ftrace_update() -> Result<(), Errno> {
+    let _g = FTRACE_LOCK.lock();
+    let ops = registered();
+    update_locked(&ops, &ops)
+}
+
+/// Patches the sites whose wanted state changed (Linux: ftrace_replace_code).
+fn update_locked(before: &[&'static FtraceOps], after: &[&'static FtraceOps]) -> Result<(), Errno> {
+    if ftrace_is_dead() {
+        return Err(Errno::ENODEV);
+    }
+    let t0 = crate::arch::rdtsc();
+    // While sites change, the trampoline must reach every ops of both sets.
+    let mut both: Vec<&'static FtraceOps> = before.to_vec();
+    for o in after {
+        if !both.iter().any(|b| core::ptr::eq(*b, *o)) {
+            both.push(o);
+        }
+    }
+    function_trace_op.store(op_for(&both), Ordering::SeqCst);
+
+    let caller = arch_ftrace::ftrace_caller_addr();
+    let mut poke = TextPoke::lock();
+    let mut sites = Vec::new();
+    let mut new_flags = Vec::new();
+    for (i, rec) in records().iter().enumerate() {
+        let refs = after.iter().filter(|o| o.wants(i)).count() as u32;
+        let flags = rec.flags.load(Ordering::Relaxed);
+        let enabled = flags & FTRACE_FL_ENABLED != 0;
+        let want = refs > 0;
+        let mut nf = (flags & !FTRACE_REF_MASK) | refs;
+        if want {
+            nf |= FTRACE_FL_TOUCHED;
+        }
+        if want != enabled {
+            let call = arch_ftrace::ftrace_call_replace(rec.ip, caller).ok_or(Errno::EINVAL)?;
+            let (old, new, emulate) = if want {
+                (NOP5, call, Emulate::Call(caller))
+            } else {
+                (call, NOP5, Emulate::Jump(rec.ip + MCOUNT_INSN_SIZE))
+            };
+            // Verify before touching anything (Linux's first pass).
+            let actual: [u8; 5] = poke.read(rec.ip);
+            if actual != old {
+                ftrace_bug(rec.ip, &old, &actual);
+                return Err(Errno::EIO);
+            }
+            sites.push(PokeSite { addr: rec.ip, new, emulate });
+            nf ^= FTRACE_FL_ENABLED;
+        }
+        new_flags.push(nf);
+    }
+    let n = sites.len();
+    text_poke::text_poke_bp_batch(&mut poke, sites);
+    drop(poke);
+    for (rec, nf) in records().iter().zip(new_flags) {
+        rec.flags.store(nf, Ordering::Relaxed);
+    }
+    function_trace_op.store(op_for(after), Ordering::SeqCst);
+    *LAST_UPDATE.lock() = (crate::arch::rdtsc() - t0, n);
+    Ok(())
+}
+
+/// Checks every site's bytes against its record: the NOP, or a call to
+/// `ftrace_caller` when enabled. Returns (sites checked, mismatches).
+pub fn ftrace_check_sites() -> (usize, usize) {
+    let _g = FTRACE_LOCK.lock();
+    let caller = arch_ftrace::ftrace_caller_addr();
+    let mut bad = 0;
+    for rec in records() {
+        // SAFETY: a recorded site is 5 bytes of mapped kernel text.
+        let actual = unsafe { core::ptr::read_unaligned(rec.ip as *const [u8; 5]) };
+        let expected = if rec.enabled() { arch_ftrace::ftrace_call_replace(rec.ip, caller) } else { Some(NOP5) };
+        if Some(actual) != expected {
+            println!("ftrace_check: {} holds {}", super::ksyms::describe(rec.ip), hex(&actual));
+            bad += 1;
+        }
+    }
+    (records().len(), bad)
+}
+
+/// The name a record shows in available_filter_functions (Linux: %ps).
+pub fn record_name(i: usize) -> &'static str {
+    records()
+        .get(i)
+        .and_then(|r| super::ksyms::table().and_then(|t| t.lookup(r.ip)))
+        .map(|s| s.name)
+        .unwrap_or("__ftrace_invalid_address__")
+}
+
+/// Per-context recursion protection (Linux: include/linux/trace_recursion.h).
+///
+/// Tracing code may call traced functions, and an interrupt may arrive in
+/// the middle of a callback. Each context (normal, irq, exception/NMI) has
+/// its own bit per user (callback, list function), so an interrupt can still
+/// trace while the code it interrupted is inside the tracer, but the tracer
+/// never re-enters itself in the same context. One extra "transition" bit
+/// allows a single level for an interrupt that has not yet marked its context.
+pub mod recursion {
+    use super::*;
+
+    pub const FTRACE_START: u32 = 0;
+    pub const LIST_START: u32 = 5;
+    const TRANSITION: u32 = 4;
+
+    /// 0: exception (NMI-like), 1: irq, 3: normal (Linux's bit order).
+    #[inline(always)]
+    fn context_bit() -> u32 {
+        let cpu = percpu::this_cpu();
+        if cpu.exception_depth.load(Ordering::Relaxed) != 0 {
+            0
+        } else if cpu.irq_depth.load(Ordering::Relaxed) != 0 {
+            1
+        } else {
+            3
+        }
+    }
+
+    /// Disables preemption and takes this context's bit; None if it is taken
+    /// (and the transition bit too): the caller must not trace.
+    #[inline(always)]
+    pub fn trylock(start: u32) -> Option<u32> {
+        crate::sched::preempt_disable();
+        let cpu = percpu::this_cpu();
+        let val = cpu.trace_recursion.load(Ordering::Relaxed);
+        let mut bit = start + context_bit();
+        if val & (1 << bit) != 0 {
+            bit = start + TRANSITION;
+            if val & (1 << bit) != 0 {
+                crate::sched::preempt_enable();
+                return None;
+            }
+        }
+        cpu.trace_recursion.store(val | (1 << bit), Ordering::Relaxed);
+        Some(bit)
+    }
+
+    /// Releases the bit and re-enables preemption.
+    #[inline(always)]
+    pub fn unlock(bit: u32) {
+        let cpu = percpu::this_cpu();
+        cpu.trace_recursion.fetch_and(!(1 << bit), Ordering::Relaxed);
+        crate::sched::preempt_enable();
+    }
+}
+
+/// Number of int3 traps taken on in-flight sites (tests read this).
+pub fn int3_hits() -> usize {
+    text_poke::int3_hits()
+}
+
+
+/// The tracefs files that list the records (Linux: ftrace_init_dyn_tracefs).
+pub fn init_tracefs(dir: &crate::fs::tracefs::Dentry) -> Result<(), Errno> {
+    use crate::fs::tracefs::create_show;
+    create_show(dir, "available_filter_functions", || {
+        let mut out = String::new();
+        for i in 0..records().len() {
+            out.push_str(record_name(i));
+            out.push('\n');
+        }
+        out
+    })?;
+    create_show(dir, "available_filter_functions_addrs", || {
+        let mut out = String::new();
+        for (i, r) in records().iter().enumerate() {
+            let _ = writeln!(out, "{:x} {}", r.ip, record_name(i));
+        }
+        out
+    })?;
+    create_show(dir, "enabled_functions", || show_records(|r| r.refcount() > 0))?;
+    create_show(dir, "touched_functions", || {
+        show_records(|r| r.flags.load(Ordering::Relaxed) & FTRACE_FL_TOUCHED != 0)
+    })?;
+    create_show(dir, "dyn_ftrace_total_info", || {
+        let n = records().len();
+        alloc::format!("{} pages:{} groups: 1\n", n, n / 256 + 1)
+    })?;
+    Ok(())
+}
+
+/// `name (refs)` and Linux's flag columns (R I D O M: none apply here).
+fn show_records(pick: impl Fn(&DynFtrace) -> bool) -> String {
+    let mut out = String::new();
+    for (i, r) in records().iter().enumerate() {
+        if pick(r) {
+            let _ = writeln!(out, "{} ({})         ", record_name(i), r.refcount());
+        }
+    }
+    out
+}
