@@ -115,8 +115,14 @@ pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
 
 /// Adds a tracer (Linux: `register_tracer`). EINVAL for an empty or too
 /// long name, EBUSY if the name is taken (Linux logs "already registered"
-/// and fails).
+/// and fails). Runs [`init`] first, so `nop` is always the first
+/// registered (and last listed) tracer whatever the boot order.
 pub fn register_tracer(tracer: &'static Tracer) -> Result<(), Errno> {
+    init();
+    add_tracer(tracer)
+}
+
+fn add_tracer(tracer: &'static Tracer) -> Result<(), Errno> {
     if tracer.name.is_empty() || tracer.name.len() >= MAX_TRACER_SIZE {
         return Err(Errno::EINVAL);
     }
@@ -421,7 +427,7 @@ static INIT: Once<()> = Once::new();
 /// Idempotent; run at boot before other tracers register.
 pub fn init() {
     INIT.call_once(|| {
-        register_tracer(&NOP_TRACE).expect("register nop");
+        add_tracer(&NOP_TRACE).expect("register nop");
         let root = tracefs::root();
         create_control_files(&root).expect("create tracefs control files");
     });
