@@ -183,9 +183,14 @@ impl RingBufferPerCpu {
         self.pages()[idx].next.load(SeqCst) >> 2
     }
 
-    /// `rb_is_head_page`: does `prev.next` point at `page` with the HEAD flag?
-    fn rb_is_head_page(&self, page: usize, prev: usize) -> bool {
-        self.pages()[prev].next.load(SeqCst) == (page << 2 | RB_PAGE_HEAD)
+    /// `rb_is_head_page`: the flag of `prev.next` if it points at `page`,
+    /// else `RB_PAGE_MOVED` (a reader swapped `page` out meanwhile).
+    fn rb_is_head_page(&self, page: usize, prev: usize) -> usize {
+        let val = self.pages()[prev].next.load(SeqCst);
+        if val & !RB_FLAG_MASK != page << 2 {
+            return RB_PAGE_MOVED;
+        }
+        val & RB_FLAG_MASK
     }
 
     /// `rb_is_reader_page`: the reader page is the one its `prev` does not point back to.
@@ -371,7 +376,9 @@ impl RingBufferPerCpu {
         }
 
         let mut update_tail = true;
-        if self.rb_is_head_page(next_idx, tail_idx) {
+        // Note: MOVED counts as "head" here, as in Linux: the reader has just
+        // taken `next_idx` as its page, so we must not move onto it.
+        if self.rb_is_head_page(next_idx, tail_idx) != RB_PAGE_NORMAL {
             if !self.rb_is_reader_page(commit_idx) {
                 if !overwrite {
                     self.dropped_events.fetch_add(1, Relaxed);
@@ -565,7 +572,7 @@ impl RingBufferPerCpu {
         let mut page = head;
         for _ in 0..3 {
             loop {
-                if self.rb_is_head_page(page, pages[page].prev.load(SeqCst)) {
+                if self.rb_is_head_page(page, pages[page].prev.load(SeqCst)) == RB_PAGE_HEAD {
                     self.head_page.store(page, Relaxed);
                     return Some(page);
                 }
@@ -598,6 +605,12 @@ impl RingBufferPerCpu {
             let reader = self.reader_page.load(Relaxed);
             let rp = &pages[reader];
             let read = rp.read.load(Relaxed);
+            // Load the commit page *before* the reader page's commit: the
+            // writer sets a page's final commit before moving commit_page
+            // off it, so if commit_page is elsewhere, `size` is final.
+            // (Loading them in the other order loses the end of a page that
+            // the writer finishes between the two loads.)
+            let commit_page = self.commit_page.load(Acquire);
             let size = rp.commit();
             if read < size {
                 result = Some(reader);
@@ -607,7 +620,7 @@ impl RingBufferPerCpu {
                 break; // RB_WARN_ON
             }
             // Caught up with the writer?
-            if self.commit_page.load(Acquire) == reader {
+            if commit_page == reader {
                 break;
             }
             if self.rb_num_of_entries() <= 0 {
@@ -618,10 +631,17 @@ impl RingBufferPerCpu {
             rp.entries.store(0, Relaxed);
             rp.page.commit.store(0, Relaxed);
             rp.real_end.store(0, Relaxed);
+            // (Not in Linux: if the swap below gives up, the page stays
+            // consistent, empty and fully read.)
+            rp.read.store(0, Relaxed);
 
             for _ in 0..1000 {
                 // spin:
-                let head = self.rb_set_head_page()?;
+                let Some(head) = self.rb_set_head_page() else {
+                    // A writer is moving the head (UPDATE): wait for it.
+                    spin_loop();
+                    continue;
+                };
                 let hp = &pages[head];
                 rp.next.store(hp.next.load(SeqCst) & !RB_FLAG_MASK, SeqCst);
                 rp.prev.store(hp.prev.load(SeqCst), SeqCst);
@@ -730,11 +750,13 @@ impl RingBufferPerCpu {
         let reader = self.rb_get_reader_page()?;
         let rp = &pages[reader];
         let read = rp.read.load(Relaxed);
+        // Commit page first, then commit (see rb_get_reader_page).
+        let writer_on_page = reader == self.commit_page.load(Acquire);
         let commit = rp.commit();
         let missed_events = self.lost_events.load(Relaxed);
         out.fill(0);
         let mut data_len;
-        if read != 0 || self.reader_page.load(Relaxed) == self.commit_page.load(Acquire) {
+        if read != 0 || writer_on_page {
             // Copy event by event from the read position.
             let save_timestamp = self.read_stamp.load(Relaxed);
             // SAFETY: below the Acquire-loaded commit of the reader page.
@@ -1044,10 +1066,10 @@ impl RingBufferPerCpu {
         let pages = self.pages();
         let reader = self.reader_page.load(Relaxed);
         let rp = &pages[reader];
+        let commit = self.commit_page.load(Acquire);
         if rp.read.load(Relaxed) < rp.commit() {
             return false;
         }
-        let commit = self.commit_page.load(Acquire);
         if commit == reader {
             return true;
         }
@@ -1055,5 +1077,46 @@ impl RingBufferPerCpu {
             Some(h) if h == commit => pages[h].commit() == pages[h].read.load(Relaxed),
             _ => self.rb_num_of_entries() <= 0,
         }
+    }
+}
+
+impl RingBufferPerCpu {
+    /// A description of the page ring, for debugging.
+    pub(crate) fn debug_dump(&self) -> alloc::string::String {
+        use core::fmt::Write;
+        let _g = self.lock_reader();
+        let pages = self.pages();
+        let mut s = alloc::string::String::new();
+        let _ = writeln!(
+            s,
+            "head {} tail {} commit {} reader {} entries {} overrun {} read {} committing {} writers {} disabled {}",
+            self.head_page.load(Relaxed),
+            self.tail_page.load(Relaxed),
+            self.commit_page.load(Relaxed),
+            self.reader_page.load(Relaxed),
+            self.entries.load(Relaxed),
+            self.overrun.load(Relaxed),
+            self.read.load(Relaxed),
+            self.committing.load(Relaxed),
+            self.writers.load(Relaxed),
+            self.record_disabled.load(Relaxed),
+        );
+        for (i, p) in pages.iter().enumerate() {
+            let n = p.next.load(Relaxed);
+            let _ = writeln!(
+                s,
+                "page {i}: next {}{} prev {} write {:#x} entries {:#x} commit {} read {} real_end {} ts {}",
+                n >> 2,
+                ["", "|HEAD", "|UPDATE", "|?"][n & 3],
+                p.prev.load(Relaxed),
+                p.write.load(Relaxed),
+                p.entries.load(Relaxed),
+                p.commit(),
+                p.read.load(Relaxed),
+                p.real_end.load(Relaxed),
+                p.page.time_stamp.load(Relaxed)
+            );
+        }
+        s
     }
 }

@@ -463,6 +463,11 @@ impl RingBuffer {
         self.cpu(cpu).map_or((0, 0), |c| (c.pages_touched(), c.pages_read()))
     }
 
+    /// A text description of `cpu`'s pages and pointers (for debugging).
+    pub fn debug_dump(&self, cpu: usize) -> alloc::string::String {
+        self.cpu(cpu).map(|c| c.debug_dump()).unwrap_or_default()
+    }
+
     /// `ring_buffer_read_prepare` + `read_start`: a non-consuming iterator
     /// over `cpu`. Recording on `cpu` stops while it lives (writers fail,
     /// uncounted) and resumes when it is dropped. `None` for a bad CPU.
