@@ -110,7 +110,10 @@ impl From<EntryError> for Errno {
 
 fn need(buf: &[u8], n: usize) -> Result<(), EntryError> {
     if buf.len() < n {
-        Err(EntryError::Short { need: n, got: buf.len() })
+        Err(EntryError::Short {
+            need: n,
+            got: buf.len(),
+        })
     } else {
         Ok(())
     }
@@ -148,7 +151,12 @@ impl TraceEntry {
     /// Builds a header the way `tracing_generic_entry_update()` does from a
     /// packed `trace_ctx` (see [`TraceCtx`]).
     pub fn new(type_: u16, ctx: TraceCtx, pid: i32) -> Self {
-        TraceEntry { type_, flags: ctx.flags(), preempt_count: ctx.preempt_count(), pid }
+        TraceEntry {
+            type_,
+            flags: ctx.flags(),
+            preempt_count: ctx.preempt_count(),
+            pid,
+        }
     }
 
     /// Reads the header from the first 8 bytes.
@@ -175,7 +183,10 @@ impl TraceEntry {
     fn expect(buf: &[u8], ty: u16, size: usize) -> Result<Self, EntryError> {
         let ent = TraceEntry::decode(buf)?;
         if ent.type_ != ty {
-            return Err(EntryError::WrongType { expected: ty, found: ent.type_ });
+            return Err(EntryError::WrongType {
+                expected: ty,
+                found: ent.type_,
+            });
         }
         need(buf, size)?;
         Ok(ent)
@@ -300,8 +311,16 @@ pub fn lat_fmt(flags: u8, preempt_count: u8) -> [u8; 5] {
         b'.'
     };
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let c4 = if preempt_count & 0xf != 0 { HEX[(preempt_count & 0xf) as usize] } else { b'.' };
-    let c5 = if preempt_count & 0xf0 != 0 { HEX[(preempt_count >> 4) as usize] } else { b'.' };
+    let c4 = if preempt_count & 0xf != 0 {
+        HEX[(preempt_count & 0xf) as usize]
+    } else {
+        b'.'
+    };
+    let c5 = if preempt_count & 0xf0 != 0 {
+        HEX[(preempt_count >> 4) as usize]
+    } else {
+        b'.'
+    };
     [c1, c2, c3, c4, c5]
 }
 
@@ -320,13 +339,21 @@ impl FtraceEntry {
 
     pub fn decode(buf: &[u8]) -> Result<Self, EntryError> {
         let ent = TraceEntry::expect(buf, TRACE_FN, Self::SIZE)?;
-        Ok(FtraceEntry { ent, ip: rd_u64(buf, 8), parent_ip: rd_u64(buf, 16) })
+        Ok(FtraceEntry {
+            ent,
+            ip: rd_u64(buf, 8),
+            parent_ip: rd_u64(buf, 16),
+        })
     }
 
     /// Writes the 24 bytes; returns the size written.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
         need(buf, Self::SIZE)?;
-        TraceEntry { type_: TRACE_FN, ..self.ent }.encode(buf)?;
+        TraceEntry {
+            type_: TRACE_FN,
+            ..self.ent
+        }
+        .encode(buf)?;
         wr(buf, 8, &self.ip.to_le_bytes());
         wr(buf, 16, &self.parent_ip.to_le_bytes());
         Ok(Self::SIZE)
@@ -347,12 +374,20 @@ impl GraphEntEntry {
 
     pub fn decode(buf: &[u8]) -> Result<Self, EntryError> {
         let ent = TraceEntry::expect(buf, TRACE_GRAPH_ENT, Self::SIZE)?;
-        Ok(GraphEntEntry { ent, func: rd_u64(buf, 8), depth: rd_u32(buf, 16) as i32 })
+        Ok(GraphEntEntry {
+            ent,
+            func: rd_u64(buf, 8),
+            depth: rd_u32(buf, 16) as i32,
+        })
     }
 
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
         need(buf, Self::SIZE)?;
-        TraceEntry { type_: TRACE_GRAPH_ENT, ..self.ent }.encode(buf)?;
+        TraceEntry {
+            type_: TRACE_GRAPH_ENT,
+            ..self.ent
+        }
+        .encode(buf)?;
         wr(buf, 8, &self.func.to_le_bytes());
         wr(buf, 16, &self.depth.to_le_bytes());
         Ok(Self::SIZE)
@@ -390,7 +425,11 @@ impl GraphRetEntry {
 
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
         need(buf, Self::SIZE)?;
-        TraceEntry { type_: TRACE_GRAPH_RET, ..self.ent }.encode(buf)?;
+        TraceEntry {
+            type_: TRACE_GRAPH_RET,
+            ..self.ent
+        }
+        .encode(buf)?;
         wr(buf, 8, &self.func.to_le_bytes());
         wr(buf, 16, &self.depth.to_le_bytes());
         wr(buf, 20, &self.overrun.to_le_bytes());
@@ -424,7 +463,14 @@ impl PrintEntry {
         if buf.last() != Some(&b'\n') {
             buf.push(b'\n');
         }
-        PrintEntry { ent: TraceEntry { type_: TRACE_PRINT, ..ent }, ip, buf }
+        PrintEntry {
+            ent: TraceEntry {
+                type_: TRACE_PRINT,
+                ..ent
+            },
+            ip,
+            buf,
+        }
     }
 
     /// Bytes needed: header, ip, text and its NUL.
@@ -438,13 +484,21 @@ impl PrintEntry {
         let ent = TraceEntry::expect(buf, TRACE_PRINT, PRINT_BUF_OFFSET)?;
         let text = &buf[PRINT_BUF_OFFSET..];
         let end = text.iter().position(|&c| c == 0).unwrap_or(text.len());
-        Ok(PrintEntry { ent, ip: rd_u64(buf, 8), buf: text[..end].to_vec() })
+        Ok(PrintEntry {
+            ent,
+            ip: rd_u64(buf, 8),
+            buf: text[..end].to_vec(),
+        })
     }
 
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
         let n = self.encoded_len();
         need(buf, n)?;
-        TraceEntry { type_: TRACE_PRINT, ..self.ent }.encode(buf)?;
+        TraceEntry {
+            type_: TRACE_PRINT,
+            ..self.ent
+        }
+        .encode(buf)?;
         wr(buf, 8, &self.ip.to_le_bytes());
         wr(buf, PRINT_BUF_OFFSET, &self.buf);
         buf[n - 1] = 0;
@@ -473,7 +527,11 @@ impl StackEntry {
         let ent = TraceEntry::expect(buf, TRACE_STACK, STACK_CALLER_OFFSET)?;
         let words = (buf.len() - STACK_CALLER_OFFSET) / 8;
         let declared = rd_u32(buf, 8) as i32;
-        let n = if declared >= 0 { words.min(declared as usize) } else { words };
+        let n = if declared >= 0 {
+            words.min(declared as usize)
+        } else {
+            words
+        };
         let mut callers = Vec::with_capacity(n);
         for i in 0..n {
             let w = rd_u64(buf, STACK_CALLER_OFFSET + 8 * i);
@@ -488,7 +546,11 @@ impl StackEntry {
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
         let n = self.encoded_len();
         need(buf, n)?;
-        TraceEntry { type_: TRACE_STACK, ..self.ent }.encode(buf)?;
+        TraceEntry {
+            type_: TRACE_STACK,
+            ..self.ent
+        }
+        .encode(buf)?;
         wr(buf, 8, &(self.callers.len() as i32).to_le_bytes());
         wr(buf, 12, &[0u8; 4]);
         for (i, c) in self.callers.iter().enumerate() {

@@ -39,8 +39,21 @@ pub enum FieldKind {
     Dynamic,
 }
 
-const fn scalar(ty: &'static str, name: &'static str, size: u32, align: u32, signed: bool) -> FieldDesc {
-    FieldDesc { ty, name, size, align, signed, kind: FieldKind::Scalar }
+const fn scalar(
+    ty: &'static str,
+    name: &'static str,
+    size: u32,
+    align: u32,
+    signed: bool,
+) -> FieldDesc {
+    FieldDesc {
+        ty,
+        name,
+        size,
+        align,
+        signed,
+        kind: FieldKind::Scalar,
+    }
 }
 
 /// `unsigned long` on x86_64.
@@ -79,7 +92,10 @@ pub const FUNCTION: FtraceEvent = FtraceEvent {
 pub const FUNCGRAPH_ENTRY: FtraceEvent = FtraceEvent {
     name: "funcgraph_entry",
     id: TRACE_GRAPH_ENT,
-    fields: &[scalar("unsigned long", "func", 8, 1, false), scalar("int", "depth", 4, 1, true)],
+    fields: &[
+        scalar("unsigned long", "func", 8, 1, false),
+        scalar("int", "depth", 4, 1, true),
+    ],
     print_fmt: "\"--> %ps (%d)\", (void *)REC->func, REC->depth",
 };
 
@@ -94,7 +110,8 @@ pub const FUNCGRAPH_EXIT: FtraceEvent = FtraceEvent {
         scalar("unsigned long long", "calltime", 8, 1, false),
         scalar("unsigned long long", "rettime", 8, 1, false),
     ],
-    print_fmt: "\"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, REC->depth, \
+    print_fmt:
+        "\"<-- %ps (%d) (start: %llx  end: %llx) over: %d\", (void *)REC->func, REC->depth, \
                 REC->calltime, REC->rettime, REC->depth",
 };
 
@@ -104,7 +121,14 @@ pub const PRINT: FtraceEvent = FtraceEvent {
     id: TRACE_PRINT,
     fields: &[
         ulong("ip"),
-        FieldDesc { ty: "char", name: "buf", size: 0, align: 1, signed: true, kind: FieldKind::Dynamic },
+        FieldDesc {
+            ty: "char",
+            name: "buf",
+            size: 0,
+            align: 1,
+            signed: true,
+            kind: FieldKind::Dynamic,
+        },
     ],
     print_fmt: "\"%ps: %s\", (void *)REC->ip, REC->buf",
 };
@@ -115,7 +139,14 @@ pub const KERNEL_STACK: FtraceEvent = FtraceEvent {
     id: TRACE_STACK,
     fields: &[
         scalar("int", "size", 4, 4, true),
-        FieldDesc { ty: "unsigned long", name: "caller", size: 64, align: 8, signed: false, kind: FieldKind::Array(8) },
+        FieldDesc {
+            ty: "unsigned long",
+            name: "caller",
+            size: 64,
+            align: 8,
+            signed: false,
+            kind: FieldKind::Array(8),
+        },
     ],
     print_fmt: "\"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n\" \"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n\" \
                 \"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], (void *)REC->caller[1], \
@@ -124,7 +155,13 @@ pub const KERNEL_STACK: FtraceEvent = FtraceEvent {
 };
 
 /// The events this tracer produces, in `trace_entries.h` order.
-pub const FTRACE_EVENTS: [&FtraceEvent; 5] = [&FUNCTION, &FUNCGRAPH_ENTRY, &FUNCGRAPH_EXIT, &KERNEL_STACK, &PRINT];
+pub const FTRACE_EVENTS: [&FtraceEvent; 5] = [
+    &FUNCTION,
+    &FUNCGRAPH_ENTRY,
+    &FUNCGRAPH_EXIT,
+    &KERNEL_STACK,
+    &PRINT,
+];
 
 /// Looks an event up by its directory name under `events/ftrace/`.
 pub fn find_event(name: &str) -> Option<&'static FtraceEvent> {
@@ -137,7 +174,7 @@ impl FtraceEvent {
     pub fn offsets(&self) -> impl Iterator<Item = (FieldDesc, u32)> + '_ {
         let mut offset = 8u32;
         self.fields.iter().map(move |f| {
-            offset = (offset + f.align - 1) / f.align * f.align;
+            offset = offset.div_ceil(f.align) * f.align;
             let here = offset;
             offset += f.size;
             (*f, here)
@@ -149,12 +186,16 @@ impl FtraceEvent {
         let mut s = String::new();
         let _ = write!(s, "name: {}\nID: {}\nformat:\n", self.name, self.id);
         for (ty, name, off, size, signed) in COMMON_FIELDS {
-            let _ = writeln!(s, "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};", ty, name, off, size, signed as u8);
+            let _ = writeln!(
+                s,
+                "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
+                ty, name, off, size, signed as u8
+            );
         }
         s.push('\n');
         for (f, off) in self.offsets() {
             let name = match f.kind {
-                FieldKind::Scalar => format!("{}", f.name),
+                FieldKind::Scalar => String::from(f.name),
                 FieldKind::Array(n) => format!("{}[{}]", f.name, n),
                 FieldKind::Dynamic => format!("{}[]", f.name),
             };
@@ -193,7 +234,10 @@ pub fn header_event() -> String {
          \ttime_extend : type == {}\n\
          \ttime_stamp : type == {}\n\
          \tdata max type_len  == {}\n",
-        RINGBUF_TYPE_PADDING, RINGBUF_TYPE_TIME_EXTEND, RINGBUF_TYPE_TIME_STAMP, RINGBUF_TYPE_DATA_TYPE_LEN_MAX
+        RINGBUF_TYPE_PADDING,
+        RINGBUF_TYPE_TIME_EXTEND,
+        RINGBUF_TYPE_TIME_STAMP,
+        RINGBUF_TYPE_DATA_TYPE_LEN_MAX
     )
 }
 

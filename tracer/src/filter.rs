@@ -47,7 +47,7 @@ pub trait FuncNames {
     fn name(&self, index: usize) -> &str;
 }
 
-impl FuncNames for [&str] {
+impl FuncNames for &[&str] {
     fn count(&self) -> usize {
         self.len()
     }
@@ -56,7 +56,25 @@ impl FuncNames for [&str] {
     }
 }
 
-impl FuncNames for [String] {
+impl FuncNames for &[String] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn name(&self, index: usize) -> &str {
+        &self[index]
+    }
+}
+
+impl FuncNames for alloc::vec::Vec<&str> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn name(&self, index: usize) -> &str {
+        self[index]
+    }
+}
+
+impl FuncNames for alloc::vec::Vec<String> {
     fn count(&self) -> usize {
         self.len()
     }
@@ -76,7 +94,9 @@ impl RecSet {
         RecSet { words: Vec::new() }
     }
     pub fn contains(&self, i: usize) -> bool {
-        self.words.get(i / 64).map_or(false, |w| w & (1 << (i % 64)) != 0)
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
     pub fn insert(&mut self, i: usize) {
         if self.words.len() <= i / 64 {
@@ -100,10 +120,11 @@ impl RecSet {
     }
     /// Indexes in increasing order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words
-            .iter()
-            .enumerate()
-            .flat_map(|(wi, &w)| (0..64).filter(move |b| w & (1u64 << b) != 0).map(move |b| wi * 64 + b))
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            (0..64)
+                .filter(move |b| w & (1u64 << b) != 0)
+                .map(move |b| wi * 64 + b)
+        })
     }
 }
 
@@ -230,8 +251,12 @@ pub fn filter_parse_regex(buff: &str) -> FtraceGlob<'_> {
         None => (false, buff),
     };
     let bytes = buff.as_bytes();
-    if bytes.first().map_or(false, |c| c.is_ascii_digit()) {
-        return FtraceGlob { ty: MatchType::Index, search: buff, not };
+    if bytes.first().is_some_and(|c| c.is_ascii_digit()) {
+        return FtraceGlob {
+            ty: MatchType::Index,
+            search: buff,
+            not,
+        };
     }
     let mut ty = MatchType::Full;
     let mut end = buff.len();
@@ -240,14 +265,26 @@ pub fn filter_parse_regex(buff: &str) -> FtraceGlob<'_> {
             if i == 0 {
                 ty = MatchType::EndOnly;
             } else if i == bytes.len() - 1 {
-                ty = if ty == MatchType::EndOnly { MatchType::MiddleOnly } else { MatchType::FrontOnly };
+                ty = if ty == MatchType::EndOnly {
+                    MatchType::MiddleOnly
+                } else {
+                    MatchType::FrontOnly
+                };
                 end = i;
                 break;
             } else {
-                return FtraceGlob { ty: MatchType::Glob, search: buff, not };
+                return FtraceGlob {
+                    ty: MatchType::Glob,
+                    search: buff,
+                    not,
+                };
             }
         } else if matches!(c, b'[' | b'?' | b'\\') {
-            return FtraceGlob { ty: MatchType::Glob, search: buff, not };
+            return FtraceGlob {
+                ty: MatchType::Glob,
+                search: buff,
+                not,
+            };
         }
     }
     let start = if bytes.first() == Some(&b'*') { 1 } else { 0 };
@@ -271,7 +308,11 @@ pub fn ftrace_match(name: &str, g: &FtraceGlob<'_>) -> bool {
 /// `simple_strtoul(s, NULL, 0)`: the leading number (auto base), 0 if none.
 fn simple_strtoul(s: &str) -> u64 {
     let b = s.as_bytes();
-    let (base, mut i) = if b.len() > 1 && b[0] == b'0' && (b[1] | 0x20) == b'x' && b.get(2).map_or(false, |c| c.is_ascii_hexdigit()) {
+    let (base, mut i) = if b.len() > 1
+        && b[0] == b'0'
+        && (b[1] | 0x20) == b'x'
+        && b.get(2).is_some_and(|c| c.is_ascii_hexdigit())
+    {
         (16, 2)
     } else if b.first() == Some(&b'0') {
         (8, 1)
@@ -301,7 +342,10 @@ fn module_matches(module: &str, g: &FtraceGlob<'_>) -> bool {
         return true;
     }
     // A plain module name also selects its submodules.
-    g.ty == MatchType::Full && module.len() > g.search.len() && module.starts_with(g.search) && module[g.search.len()..].starts_with("::")
+    g.ty == MatchType::Full
+        && module.len() > g.search.len()
+        && module.starts_with(g.search)
+        && module[g.search.len()..].starts_with("::")
 }
 
 /// `ftrace_match_record()` with our module rules.
@@ -330,7 +374,12 @@ fn match_record(name: &str, func_g: &FtraceGlob<'_>, mod_g: Option<&FtraceGlob<'
 
 /// `match_records()`: add (or with `!` remove) every record matching
 /// `func` (and `module`). Returns whether anything matched.
-fn match_records(hash: &mut RecSet, funcs: &dyn FuncNames, func: &str, module: Option<&str>) -> bool {
+fn match_records(
+    hash: &mut RecSet,
+    funcs: &dyn FuncNames,
+    func: &str,
+    module: Option<&str>,
+) -> bool {
     let func_g = filter_parse_regex(func);
     let mod_g = module.map(filter_parse_regex);
     let clear = func_g.not;
@@ -379,7 +428,9 @@ pub fn split_command(tok: &str) -> (&str, Option<(&str, Option<&str>)>) {
         }
         None
     }
-    let Some(i) = single_colon(tok) else { return (tok, None) };
+    let Some(i) = single_colon(tok) else {
+        return (tok, None);
+    };
     let func = &tok[..i];
     let rest = &tok[i + 1..];
     // The command itself never contains "::"; the parameter is the rest.
@@ -459,7 +510,9 @@ pub struct FtraceFilter {
 /// Splits a write into tokens at ASCII whitespace (`trace_get_user()`).
 fn tokens(input: &[u8]) -> Result<impl Iterator<Item = &str>, Errno> {
     let text = core::str::from_utf8(input).map_err(|_| Errno::EINVAL)?;
-    Ok(text.split(|c: char| c.is_ascii_whitespace()).filter(|t| !t.is_empty()))
+    Ok(text
+        .split(|c: char| c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty()))
 }
 
 impl FtraceFilter {
@@ -475,7 +528,9 @@ impl FtraceFilter {
 
     /// Does some probe sit on function `rec`?
     pub fn has_probe(&self, rec: usize) -> bool {
-        self.probes.iter().any(|p| p.entries.iter().any(|&(i, _)| i == rec))
+        self.probes
+            .iter()
+            .any(|p| p.entries.iter().any(|&(i, _)| i == rec))
     }
 
     /// Every function with a probe, in record order.
@@ -496,7 +551,9 @@ impl FtraceFilter {
         let mut on = tracing_on;
         let mut act = ProbeActions::default();
         for p in self.probes.iter_mut() {
-            let Some(e) = p.entries.iter_mut().find(|e| e.0 == rec) else { continue };
+            let Some(e) = p.entries.iter_mut().find(|e| e.0 == rec) else {
+                continue;
+            };
             match (p.cmd, p.counted) {
                 (ProbeCmd::Traceon | ProbeCmd::Traceoff, false) => {
                     let want = p.cmd == ProbeCmd::Traceon;
@@ -542,7 +599,13 @@ impl FtraceFilter {
 
     /// A write to `set_ftrace_filter` / `set_ftrace_notrace`. `truncate` is
     /// `O_TRUNC` (`>`). On error nothing changes.
-    pub fn write(&mut self, file: RegexFile, truncate: bool, input: &[u8], funcs: &dyn FuncNames) -> Result<(), Errno> {
+    pub fn write(
+        &mut self,
+        file: RegexFile,
+        truncate: bool,
+        input: &[u8],
+        funcs: &dyn FuncNames,
+    ) -> Result<(), Errno> {
         let mut new = self.clone();
         {
             let hash = match file {
@@ -561,17 +624,30 @@ impl FtraceFilter {
     }
 
     /// `ftrace_process_regex()` for one token.
-    fn process_regex(&mut self, file: RegexFile, tok: &str, funcs: &dyn FuncNames) -> Result<(), Errno> {
+    fn process_regex(
+        &mut self,
+        file: RegexFile,
+        tok: &str,
+        funcs: &dyn FuncNames,
+    ) -> Result<(), Errno> {
         let (func, cmd) = split_command(tok);
         let hash = match file {
             RegexFile::Filter => &mut self.filter,
             RegexFile::Notrace => &mut self.notrace,
         };
         let Some((cmd, param)) = cmd else {
-            return if match_records(hash, funcs, func, None) { Ok(()) } else { Err(Errno::EINVAL) };
+            return if match_records(hash, funcs, func, None) {
+                Ok(())
+            } else {
+                Err(Errno::EINVAL)
+            };
         };
         if cmd == "mod" {
-            return if match_records(hash, funcs, func, param) { Ok(()) } else { Err(Errno::EINVAL) };
+            return if match_records(hash, funcs, func, param) {
+                Ok(())
+            } else {
+                Err(Errno::EINVAL)
+            };
         }
         let pcmd = ProbeCmd::from_name(cmd).ok_or(Errno::EINVAL)?;
         // "hash funcs only work with set_ftrace_filter"
@@ -594,15 +670,33 @@ impl FtraceFilter {
 
     /// `register_ftrace_function_probe()`: attach to every match; functions
     /// that already have this probe keep their count.
-    fn register_probe(&mut self, glob: &str, cmd: ProbeCmd, counted: bool, count: i64, funcs: &dyn FuncNames) -> Result<(), Errno> {
+    fn register_probe(
+        &mut self,
+        glob: &str,
+        cmd: ProbeCmd,
+        counted: bool,
+        count: i64,
+        funcs: &dyn FuncNames,
+    ) -> Result<(), Errno> {
         let mut matched = RecSet::new();
         if !match_records(&mut matched, funcs, glob, None) || matched.is_empty() {
             return Err(Errno::EINVAL);
         }
-        let pos = match self.probes.iter().position(|p| p.cmd == cmd && p.counted == counted) {
+        let pos = match self
+            .probes
+            .iter()
+            .position(|p| p.cmd == cmd && p.counted == counted)
+        {
             Some(pos) => pos,
             None => {
-                self.probes.insert(0, Probe { cmd, counted, entries: Vec::new() });
+                self.probes.insert(
+                    0,
+                    Probe {
+                        cmd,
+                        counted,
+                        entries: Vec::new(),
+                    },
+                );
                 0
             }
         };
@@ -616,8 +710,18 @@ impl FtraceFilter {
     }
 
     /// `unregister_ftrace_function_probe_func()`.
-    fn unregister_probe(&mut self, glob: &str, cmd: ProbeCmd, counted: bool, funcs: &dyn FuncNames) -> Result<(), Errno> {
-        let pos = self.probes.iter().position(|p| p.cmd == cmd && p.counted == counted).ok_or(Errno::EINVAL)?;
+    fn unregister_probe(
+        &mut self,
+        glob: &str,
+        cmd: ProbeCmd,
+        counted: bool,
+        funcs: &dyn FuncNames,
+    ) -> Result<(), Errno> {
+        let pos = self
+            .probes
+            .iter()
+            .position(|p| p.cmd == cmd && p.counted == counted)
+            .ok_or(Errno::EINVAL)?;
         let all = glob.is_empty() || glob == "*";
         let g = filter_parse_regex(glob);
         if !all && g.not {
@@ -625,7 +729,9 @@ impl FtraceFilter {
         }
         let probe = &mut self.probes[pos];
         let before = probe.entries.len();
-        probe.entries.retain(|&(i, _)| !(all || (i < funcs.count() && ftrace_match(funcs.name(i), &g))));
+        probe
+            .entries
+            .retain(|&(i, _)| !(all || (i < funcs.count() && ftrace_match(funcs.name(i), &g))));
         if probe.entries.len() == before {
             return Err(Errno::EINVAL);
         }
@@ -692,7 +798,10 @@ pub struct GraphFilter {
 
 impl GraphFilter {
     pub fn new(kind: GraphFile) -> Self {
-        GraphFilter { kind, hash: RecSet::new() }
+        GraphFilter {
+            kind,
+            hash: RecSet::new(),
+        }
     }
 
     /// A write (`ftrace_graph_write()` / `ftrace_graph_set_hash()` per
@@ -700,7 +809,12 @@ impl GraphFilter {
     /// and no commands. A token that adds nothing new and matches nothing,
     /// or a `!` token that removes nothing, is `EINVAL`. On error nothing
     /// changes.
-    pub fn write(&mut self, truncate: bool, input: &[u8], funcs: &dyn FuncNames) -> Result<(), Errno> {
+    pub fn write(
+        &mut self,
+        truncate: bool,
+        input: &[u8],
+        funcs: &dyn FuncNames,
+    ) -> Result<(), Errno> {
         let mut new = self.hash.clone();
         if truncate {
             new.clear();
@@ -771,7 +885,11 @@ impl PidFilter {
     /// list is unchanged. A write with no number clears the list (Linux
     /// frees it when no pid was added).
     pub fn write(&mut self, truncate: bool, input: &[u8]) -> Result<(), Errno> {
-        let mut new = if truncate { BTreeSet::new() } else { self.pids.clone() };
+        let mut new = if truncate {
+            BTreeSet::new()
+        } else {
+            self.pids.clone()
+        };
         let mut nr = 0;
         for tok in tokens(input)? {
             let v = parse_kstrtoul(tok.as_bytes(), 0).map_err(|_| Errno::EINVAL)?;

@@ -20,7 +20,9 @@ use core::fmt::Write;
 use crate::entry::{lat_fmt, Entry, GraphEntEntry, GraphRetEntry, TraceEntry};
 use crate::options::{graph_flags::*, TraceOption, Tracer};
 use crate::output::header::{print_trace_header, BufferStats, LatencyInfo};
-use crate::output::{find_cmdline, trace_find_mark, truncate_str, write_ps, EventSource, OutputConfig};
+use crate::output::{
+    find_cmdline, trace_find_mark, truncate_str, write_ps, EventSource, OutputConfig,
+};
 
 /// Depth of the `enter_funcs[]` matcher (`FTRACE_RETFUNC_DEPTH`).
 pub const FTRACE_RETFUNC_DEPTH: usize = 50;
@@ -41,7 +43,12 @@ struct FgraphCpuData {
 impl FgraphCpuData {
     fn new() -> Self {
         // graph_trace_open(): last_pid = -1, depth = 0, depth_irq = -1.
-        FgraphCpuData { last_pid: -1, depth: 0, depth_irq: -1, enter_funcs: [0; FTRACE_RETFUNC_DEPTH] }
+        FgraphCpuData {
+            last_pid: -1,
+            depth: 0,
+            depth_irq: -1,
+            enter_funcs: [0; FTRACE_RETFUNC_DEPTH],
+        }
     }
 }
 
@@ -130,7 +137,12 @@ fn print_graph_lat_fmt(ent: &TraceEntry, out: &mut String) {
 
 /// `print_graph_abs_time()`: `%5lu.%06lu |  ` (µs truncated, not rounded).
 fn print_graph_abs_time(ts: u64, out: &mut String) {
-    let _ = write!(out, "{:5}.{:06} |  ", ts / 1_000_000_000, (ts % 1_000_000_000) / 1000);
+    let _ = write!(
+        out,
+        "{:5}.{:06} |  ",
+        ts / 1_000_000_000,
+        (ts % 1_000_000_000) / 1000
+    );
 }
 
 fn graph_flags(cfg: &OutputConfig<'_>) -> u32 {
@@ -177,7 +189,9 @@ fn indent(depth: i32, out: &mut String) {
 impl GraphState {
     /// State for `nr_cpus` CPUs, as `graph_trace_open()` sets it up.
     pub fn new(nr_cpus: usize) -> Self {
-        GraphState { cpu_data: alloc::vec![FgraphCpuData::new(); nr_cpus] }
+        GraphState {
+            cpu_data: alloc::vec![FgraphCpuData::new(); nr_cpus],
+        }
     }
 
     fn data(&mut self, cpu: usize) -> &mut FgraphCpuData {
@@ -190,7 +204,15 @@ impl GraphState {
     /// `print_graph_function_flags()`: prints one event in graph form and
     /// returns true, or returns false for events function_graph leaves to
     /// the default printer (function and stack-trace records, unknown types).
-    pub fn print_line(&mut self, cfg: &OutputConfig<'_>, src: &mut dyn EventSource, cpu: usize, ts: u64, entry: &Entry, out: &mut String) -> bool {
+    pub fn print_line(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        ts: u64,
+        entry: &Entry,
+        out: &mut String,
+    ) -> bool {
         match entry {
             Entry::GraphEnt(e) => {
                 self.print_graph_entry(cfg, src, cpu, ts, e, out);
@@ -228,7 +250,13 @@ impl GraphState {
     }
 
     /// The columns before the duration: abs time, CPU, task, latency flags.
-    fn print_context_columns(cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEntry, out: &mut String) {
+    fn print_context_columns(
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        ts: u64,
+        ent: &TraceEntry,
+        out: &mut String,
+    ) {
         let flags = graph_flags(cfg);
         if flags & PRINT_ABS_TIME != 0 {
             print_graph_abs_time(ts, out);
@@ -254,7 +282,15 @@ impl GraphState {
 
     /// `print_graph_irq()`: the `==========>` / `<==========` line around a
     /// function in the irq-entry section.
-    fn print_graph_irq(cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEntry, addr: u64, entering: bool, out: &mut String) {
+    fn print_graph_irq(
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        ts: u64,
+        ent: &TraceEntry,
+        addr: u64,
+        entering: bool,
+        out: &mut String,
+    ) {
         if !Self::in_irqentry(cfg, addr) {
             return;
         }
@@ -262,13 +298,25 @@ impl GraphState {
             Self::print_context_columns(cfg, cpu, ts, ent, out);
         }
         print_graph_duration(cfg, 0, Fill::Start, out);
-        out.push_str(if entering { "==========>" } else { "<==========" });
+        out.push_str(if entering {
+            "==========>"
+        } else {
+            "<=========="
+        });
         print_graph_duration(cfg, 0, Fill::End, out);
         out.push('\n');
     }
 
     /// `print_graph_prologue()`.
-    fn print_graph_prologue(&mut self, cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEntry, irq_addr: Option<u64>, out: &mut String) {
+    fn print_graph_prologue(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        ts: u64,
+        ent: &TraceEntry,
+        irq_addr: Option<u64>,
+        out: &mut String,
+    ) {
         self.verif_pid(cfg, cpu, ent.pid, out);
         if let Some(addr) = irq_addr {
             Self::print_graph_irq(cfg, cpu, ts, ent, addr, true, out);
@@ -281,7 +329,13 @@ impl GraphState {
 
     /// `check_irq_entry()`: with `funcgraph-irqs` off, hide everything from
     /// an irq-entry function down to its return. True = hidden.
-    fn check_irq_entry(&mut self, cfg: &OutputConfig<'_>, cpu: usize, addr: u64, depth: i32) -> bool {
+    fn check_irq_entry(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        addr: u64,
+        depth: i32,
+    ) -> bool {
         if graph_flags(cfg) & PRINT_IRQS != 0 {
             return false;
         }
@@ -314,7 +368,11 @@ impl GraphState {
 
     /// `get_return_for_leaf()`: if the next record on this CPU is the return
     /// of this very call (same pid and function), take it.
-    fn get_return_for_leaf(src: &mut dyn EventSource, cpu: usize, curr: &GraphEntEntry) -> Option<GraphRetEntry> {
+    fn get_return_for_leaf(
+        src: &mut dyn EventSource,
+        cpu: usize,
+        curr: &GraphEntEntry,
+    ) -> Option<GraphRetEntry> {
         let next = src.peek_cpu(cpu)?;
         let ret = match Entry::decode(&next.payload) {
             Ok(Entry::GraphRet(r)) => r,
@@ -327,7 +385,15 @@ impl GraphState {
         Some(ret)
     }
 
-    fn print_graph_entry(&mut self, cfg: &OutputConfig<'_>, src: &mut dyn EventSource, cpu: usize, ts: u64, call: &GraphEntEntry, out: &mut String) {
+    fn print_graph_entry(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        ts: u64,
+        call: &GraphEntEntry,
+        out: &mut String,
+    ) {
         if self.check_irq_entry(cfg, cpu, call.func, call.depth) {
             return;
         }
@@ -362,7 +428,14 @@ impl GraphState {
         }
     }
 
-    fn print_graph_return(&mut self, cfg: &OutputConfig<'_>, cpu: usize, ts: u64, trace: &GraphRetEntry, out: &mut String) {
+    fn print_graph_return(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        ts: u64,
+        trace: &GraphRetEntry,
+        out: &mut String,
+    ) {
         if self.check_irq_return(cfg, cpu, trace.depth) {
             return;
         }
@@ -396,7 +469,15 @@ impl GraphState {
 
     /// `print_graph_comment()`: another event inside the graph, printed as
     /// `/* text */` one level deeper than the current depth.
-    fn print_graph_comment(&mut self, cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEntry, text: &[u8], out: &mut String) {
+    fn print_graph_comment(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        cpu: usize,
+        ts: u64,
+        ent: &TraceEntry,
+        text: &[u8],
+        out: &mut String,
+    ) {
         let depth = self.data(cpu).depth;
         self.print_graph_prologue(cfg, cpu, ts, ent, None, out);
         print_graph_duration(cfg, 0, Fill::Full, out);
@@ -488,7 +569,13 @@ pub fn print_graph_column_headers(out: &mut String, flags: u32, lat: bool) {
 /// `print_graph_headers_flags()`: nothing without `context-info`; with
 /// `latency-format`, the latency banner first (and nothing at all when the
 /// buffers are empty).
-pub fn print_graph_headers(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStats, lat: &LatencyInfo, empty: bool) {
+pub fn print_graph_headers(
+    out: &mut String,
+    cfg: &OutputConfig<'_>,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+    empty: bool,
+) {
     let o = cfg.options;
     if !o.has(TraceOption::ContextInfo) {
         return;

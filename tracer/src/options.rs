@@ -91,10 +91,35 @@ pub const TRACE_OPTIONS: [&str; 29] = [
 const ALL_CORE: [TraceOption; 29] = {
     use TraceOption::*;
     [
-        PrintParent, SymOffset, SymAddr, Verbose, Raw, Hex, Bin, Block, Fields, Printk, Annotate,
-        UserStacktrace, SymUserobj, PrintkMsgOnly, ContextInfo, LatencyFmt, RecordCmd, RecordTgid,
-        Overwrite, StopOnFree, IrqInfo, Markers, EventFork, PauseOnTrace, HashPtr, Function, FuncFork,
-        DisplayGraph, Stacktrace,
+        PrintParent,
+        SymOffset,
+        SymAddr,
+        Verbose,
+        Raw,
+        Hex,
+        Bin,
+        Block,
+        Fields,
+        Printk,
+        Annotate,
+        UserStacktrace,
+        SymUserobj,
+        PrintkMsgOnly,
+        ContextInfo,
+        LatencyFmt,
+        RecordCmd,
+        RecordTgid,
+        Overwrite,
+        StopOnFree,
+        IrqInfo,
+        Markers,
+        EventFork,
+        PauseOnTrace,
+        HashPtr,
+        Function,
+        FuncFork,
+        DisplayGraph,
+        Stacktrace,
     ]
 };
 
@@ -109,7 +134,10 @@ impl TraceOption {
     }
     /// Looks a core option up by name.
     pub fn from_name(name: &str) -> Option<TraceOption> {
-        TRACE_OPTIONS.iter().position(|n| *n == name).map(|i| ALL_CORE[i])
+        TRACE_OPTIONS
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| ALL_CORE[i])
     }
 }
 
@@ -202,7 +230,8 @@ pub mod graph_flags {
     pub const SLEEP_TIME: u32 = 0x200;
     pub const GRAPH_TIME: u32 = 0x400;
     /// CPU, overhead, duration, irqs, sleep-time and graph-time.
-    pub const DEFAULT: u32 = PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME | GRAPH_TIME;
+    pub const DEFAULT: u32 =
+        PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME | GRAPH_TIME;
 }
 
 /// nop tracer's self-test options (trace_nop.c).
@@ -212,28 +241,70 @@ pub mod nop_flags {
 }
 
 const NOP_OPTS: [TracerOpt; 2] = [
-    TracerOpt { name: "test_nop_accept", bit: nop_flags::ACCEPT },
-    TracerOpt { name: "test_nop_refuse", bit: nop_flags::REFUSE },
+    TracerOpt {
+        name: "test_nop_accept",
+        bit: nop_flags::ACCEPT,
+    },
+    TracerOpt {
+        name: "test_nop_refuse",
+        bit: nop_flags::REFUSE,
+    },
 ];
 
 const FUNC_OPTS: [TracerOpt; 2] = [
-    TracerOpt { name: "func_stack_trace", bit: func_flags::STACK },
-    TracerOpt { name: "func-no-repeats", bit: func_flags::NO_REPEATS },
+    TracerOpt {
+        name: "func_stack_trace",
+        bit: func_flags::STACK,
+    },
+    TracerOpt {
+        name: "func-no-repeats",
+        bit: func_flags::NO_REPEATS,
+    },
 ];
 
 const GRAPH_OPTS: [TracerOpt; 10] = {
     use graph_flags::*;
     [
-        TracerOpt { name: "funcgraph-overrun", bit: PRINT_OVERRUN },
-        TracerOpt { name: "funcgraph-cpu", bit: PRINT_CPU },
-        TracerOpt { name: "funcgraph-overhead", bit: PRINT_OVERHEAD },
-        TracerOpt { name: "funcgraph-proc", bit: PRINT_PROC },
-        TracerOpt { name: "funcgraph-duration", bit: PRINT_DURATION },
-        TracerOpt { name: "funcgraph-abstime", bit: PRINT_ABS_TIME },
-        TracerOpt { name: "funcgraph-irqs", bit: PRINT_IRQS },
-        TracerOpt { name: "funcgraph-tail", bit: PRINT_TAIL },
-        TracerOpt { name: "sleep-time", bit: SLEEP_TIME },
-        TracerOpt { name: "graph-time", bit: GRAPH_TIME },
+        TracerOpt {
+            name: "funcgraph-overrun",
+            bit: PRINT_OVERRUN,
+        },
+        TracerOpt {
+            name: "funcgraph-cpu",
+            bit: PRINT_CPU,
+        },
+        TracerOpt {
+            name: "funcgraph-overhead",
+            bit: PRINT_OVERHEAD,
+        },
+        TracerOpt {
+            name: "funcgraph-proc",
+            bit: PRINT_PROC,
+        },
+        TracerOpt {
+            name: "funcgraph-duration",
+            bit: PRINT_DURATION,
+        },
+        TracerOpt {
+            name: "funcgraph-abstime",
+            bit: PRINT_ABS_TIME,
+        },
+        TracerOpt {
+            name: "funcgraph-irqs",
+            bit: PRINT_IRQS,
+        },
+        TracerOpt {
+            name: "funcgraph-tail",
+            bit: PRINT_TAIL,
+        },
+        TracerOpt {
+            name: "sleep-time",
+            bit: SLEEP_TIME,
+        },
+        TracerOpt {
+            name: "graph-time",
+            bit: GRAPH_TIME,
+        },
     ]
 };
 
@@ -280,7 +351,11 @@ impl TraceOptions {
     pub fn new() -> Self {
         TraceOptions {
             trace_flags: TRACE_DEFAULT_FLAGS,
-            tracer_flags: [Tracer::Nop.default_flags(), Tracer::Function.default_flags(), Tracer::FunctionGraph.default_flags()],
+            tracer_flags: [
+                Tracer::Nop.default_flags(),
+                Tracer::Function.default_flags(),
+                Tracer::FunctionGraph.default_flags(),
+            ],
         }
     }
 
@@ -332,7 +407,11 @@ impl TraceOptions {
     /// A write to `trace_options` (`trace_set_options()`): one option name,
     /// optionally prefixed by `no`, surrounded by optional whitespace.
     /// Tracer options are accepted only for the current tracer.
-    pub fn write_trace_options(&mut self, current: Tracer, input: &[u8]) -> Result<OptionChange, Errno> {
+    pub fn write_trace_options(
+        &mut self,
+        current: Tracer,
+        input: &[u8],
+    ) -> Result<OptionChange, Errno> {
         if input.len() > TRACE_OPTIONS_WRITE_MAX {
             return Err(Errno::EINVAL);
         }
@@ -354,14 +433,22 @@ impl TraceOptions {
     fn set_core(&mut self, opt: TraceOption, on: bool) -> OptionChange {
         let changed = self.has(opt) != on;
         self.set(opt, on);
-        OptionChange { id: OptionId::Core(opt), enabled: on, changed }
+        OptionChange {
+            id: OptionId::Core(opt),
+            enabled: on,
+            changed,
+        }
     }
 
     fn set_tracer_opt(&mut self, t: Tracer, bit: u32, on: bool) -> Result<OptionChange, Errno> {
         let cur = self.tracer_flags(t);
         let changed = (cur & bit != 0) != on;
         if !changed {
-            return Ok(OptionChange { id: OptionId::Tracer(t, bit), enabled: on, changed });
+            return Ok(OptionChange {
+                id: OptionId::Tracer(t, bit),
+                enabled: on,
+                changed,
+            });
         }
         // nop_set_flag(): the "refuse" test option refuses every change.
         if t == Tracer::Nop && bit == nop_flags::REFUSE {
@@ -369,13 +456,20 @@ impl TraceOptions {
         }
         let new = if on { cur | bit } else { cur & !bit };
         self.tracer_flags[t.index()] = new;
-        Ok(OptionChange { id: OptionId::Tracer(t, bit), enabled: on, changed })
+        Ok(OptionChange {
+            id: OptionId::Tracer(t, bit),
+            enabled: on,
+            changed,
+        })
     }
 
     /// Names of the files in `options/`: every core option, then every
     /// registered tracer's options.
     pub fn option_files() -> impl Iterator<Item = &'static str> {
-        TRACE_OPTIONS.iter().copied().chain(TRACERS.iter().flat_map(|t| t.opts().iter().map(|o| o.name)))
+        TRACE_OPTIONS
+            .iter()
+            .copied()
+            .chain(TRACERS.iter().flat_map(|t| t.opts().iter().map(|o| o.name)))
     }
 
     fn lookup_file(name: &str) -> Option<OptionId> {
@@ -443,7 +537,10 @@ pub fn parse_kstrtoul(input: &[u8], base: u32) -> Result<u64, Errno> {
     let mut v: u64 = 0;
     for &c in digits {
         let d = (c as char).to_digit(base).ok_or(Errno::EINVAL)?;
-        v = v.checked_mul(base as u64).and_then(|v| v.checked_add(d as u64)).ok_or(Errno::ERANGE)?;
+        v = v
+            .checked_mul(base as u64)
+            .and_then(|v| v.checked_add(d as u64))
+            .ok_or(Errno::ERANGE)?;
     }
     Ok(v)
 }

@@ -17,8 +17,17 @@ use tracer::output::{print_context, trace_find_mark, NoSymbols, OutputConfig, Tr
 
 #[test]
 fn trace_entry_layout_is_linux_s() {
-    let e = TraceEntry { type_: TRACE_FN, flags: TRACE_FLAG_IRQS_OFF | TRACE_FLAG_HARDIRQ, preempt_count: 0x21, pid: 1994 };
-    let f = FtraceEntry { ent: e, ip: 0xffff_ffff_8100_1234, parent_ip: 0xffff_ffff_8100_5678 };
+    let e = TraceEntry {
+        type_: TRACE_FN,
+        flags: TRACE_FLAG_IRQS_OFF | TRACE_FLAG_HARDIRQ,
+        preempt_count: 0x21,
+        pid: 1994,
+    };
+    let f = FtraceEntry {
+        ent: e,
+        ip: 0xffff_ffff_8100_1234,
+        parent_ip: 0xffff_ffff_8100_5678,
+    };
     let mut b = [0u8; 24];
     assert_eq!(f.encode(&mut b), Ok(24));
     assert_eq!(&b[0..2], &1u16.to_le_bytes());
@@ -33,19 +42,42 @@ fn trace_entry_layout_is_linux_s() {
 
 #[test]
 fn type_ids_match_enum_trace_type() {
-    assert_eq!((TRACE_FN, TRACE_CTX, TRACE_WAKE, TRACE_STACK, TRACE_PRINT), (1, 2, 3, 4, 5));
-    assert_eq!((TRACE_BPRINT, TRACE_GRAPH_RET, TRACE_GRAPH_ENT, TRACE_USER_STACK, TRACE_BPUTS), (6, 10, 11, 12, 14));
+    assert_eq!(
+        (TRACE_FN, TRACE_CTX, TRACE_WAKE, TRACE_STACK, TRACE_PRINT),
+        (1, 2, 3, 4, 5)
+    );
+    assert_eq!(
+        (
+            TRACE_BPRINT,
+            TRACE_GRAPH_RET,
+            TRACE_GRAPH_ENT,
+            TRACE_USER_STACK,
+            TRACE_BPUTS
+        ),
+        (6, 10, 11, 12, 14)
+    );
     assert_eq!((TRACE_RAW_DATA, TRACE_FUNC_REPEATS), (18, 19));
 }
 
 #[test]
 fn graph_records_are_packed() {
-    let g = GraphEntEntry { ent: hdr(7, 0, 0), func: 0x1122334455667788, depth: -2 };
+    let g = GraphEntEntry {
+        ent: hdr(7, 0, 0),
+        func: 0x1122334455667788,
+        depth: -2,
+    };
     let v = Entry::GraphEnt(g).to_vec();
     assert_eq!(v.len(), 20);
     assert_eq!(&v[0..2], &11u16.to_le_bytes());
     assert_eq!(&v[16..20], &(-2i32).to_le_bytes());
-    let r = GraphRetEntry { ent: hdr(7, 0, 0), func: 5, depth: 3, overrun: 9, calltime: 100, rettime: 350 };
+    let r = GraphRetEntry {
+        ent: hdr(7, 0, 0),
+        func: 5,
+        depth: 3,
+        overrun: 9,
+        calltime: 100,
+        rettime: 350,
+    };
     let v = Entry::GraphRet(r).to_vec();
     assert_eq!(v.len(), 40);
     assert_eq!(&v[0..2], &10u16.to_le_bytes());
@@ -58,15 +90,43 @@ fn graph_records_are_packed() {
 
 #[test]
 fn decoders_reject_short_and_wrong_input() {
-    let v = Entry::Function(FtraceEntry { ent: hdr(1, 0, 0), ip: 1, parent_ip: 2 }).to_vec();
+    let v = Entry::Function(FtraceEntry {
+        ent: hdr(1, 0, 0),
+        ip: 1,
+        parent_ip: 2,
+    })
+    .to_vec();
     for n in 0..24 {
         assert!(Entry::decode(&v[..n]).is_err(), "len {n}");
     }
-    assert_eq!(FtraceEntry::decode(&v[..10]), Err(EntryError::Short { need: 24, got: 10 }));
-    assert_eq!(GraphEntEntry::decode(&v), Err(EntryError::WrongType { expected: 11, found: 1 }));
+    assert_eq!(
+        FtraceEntry::decode(&v[..10]),
+        Err(EntryError::Short { need: 24, got: 10 })
+    );
+    assert_eq!(
+        GraphEntEntry::decode(&v),
+        Err(EntryError::WrongType {
+            expected: 11,
+            found: 1
+        })
+    );
     let mut small = [0u8; 10];
-    assert!(FtraceEntry { ent: hdr(1, 0, 0), ip: 1, parent_ip: 2 }.encode(&mut small).is_err());
-    let r = Entry::GraphRet(GraphRetEntry { ent: hdr(1, 0, 0), func: 1, depth: 0, overrun: 0, calltime: 0, rettime: 0 }).to_vec();
+    assert!(FtraceEntry {
+        ent: hdr(1, 0, 0),
+        ip: 1,
+        parent_ip: 2
+    }
+    .encode(&mut small)
+    .is_err());
+    let r = Entry::GraphRet(GraphRetEntry {
+        ent: hdr(1, 0, 0),
+        func: 1,
+        depth: 0,
+        overrun: 0,
+        calltime: 0,
+        rettime: 0,
+    })
+    .to_vec();
     assert!(Entry::decode(&r[..39]).is_err());
 }
 
@@ -87,7 +147,13 @@ fn print_entry_appends_newline_and_nul() {
 
 #[test]
 fn stack_entry_layout_and_ulong_max_end() {
-    let s = StackEntry { ent: TraceEntry { type_: TRACE_STACK, ..hdr(3, 0, 0) }, callers: vec![0x10, 0x20, 0x30] };
+    let s = StackEntry {
+        ent: TraceEntry {
+            type_: TRACE_STACK,
+            ..hdr(3, 0, 0)
+        },
+        callers: vec![0x10, 0x20, 0x30],
+    };
     let v = Entry::Stack(s.clone()).to_vec();
     assert_eq!(v.len(), 16 + 24);
     assert_eq!(&v[8..12], &3i32.to_le_bytes());
@@ -96,7 +162,10 @@ fn stack_entry_layout_and_ulong_max_end() {
     w[8..12].copy_from_slice(&8i32.to_le_bytes());
     w.extend_from_slice(&u64::MAX.to_le_bytes());
     w.extend_from_slice(&0x40u64.to_le_bytes());
-    assert_eq!(StackEntry::decode(&w).unwrap().callers, vec![0x10, 0x20, 0x30]);
+    assert_eq!(
+        StackEntry::decode(&w).unwrap().callers,
+        vec![0x10, 0x20, 0x30]
+    );
 }
 
 #[test]
@@ -109,8 +178,16 @@ fn trace_ctx_packs_like_tracing_gen_ctx() {
     assert_eq!(TraceCtx::new(0, 0, 0).dec().preempt_count(), 0);
     let e = TraceEntry::new(TRACE_FN, c, 42);
     assert_eq!((e.flags, e.preempt_count, e.pid), (1, 0x3f, 42));
-    let ctx = IrqContext { irqs_off: true, softirq: true, need_resched: true, ..Default::default() };
-    assert_eq!(ctx.flags(), TRACE_FLAG_IRQS_OFF | TRACE_FLAG_SOFTIRQ | TRACE_FLAG_NEED_RESCHED);
+    let ctx = IrqContext {
+        irqs_off: true,
+        softirq: true,
+        need_resched: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        ctx.flags(),
+        TRACE_FLAG_IRQS_OFF | TRACE_FLAG_SOFTIRQ | TRACE_FLAG_NEED_RESCHED
+    );
 }
 
 #[test]
@@ -121,7 +198,10 @@ fn latency_columns() {
     assert_eq!(s(TRACE_FLAG_IRQS_OFF | TRACE_FLAG_BH_OFF, 0), "D....");
     assert_eq!(s(TRACE_FLAG_BH_OFF, 0), "b....");
     assert_eq!(s(TRACE_FLAG_IRQS_NOSUPPORT, 0), "X....");
-    assert_eq!(s(TRACE_FLAG_NEED_RESCHED | TRACE_FLAG_PREEMPT_RESCHED, 0), ".N...");
+    assert_eq!(
+        s(TRACE_FLAG_NEED_RESCHED | TRACE_FLAG_PREEMPT_RESCHED, 0),
+        ".N..."
+    );
     assert_eq!(s(TRACE_FLAG_NEED_RESCHED, 0), ".n...");
     assert_eq!(s(TRACE_FLAG_PREEMPT_RESCHED, 0), ".p...");
     assert_eq!(s(TRACE_FLAG_HARDIRQ, 0), "..h..");
@@ -215,7 +295,11 @@ fn header_page_and_header_event() {
 #[test]
 fn function_header() {
     let (s, t, o) = (Syms(vec![]), Tasks::default(), opts());
-    let stats = BufferStats { entries: 140080, written: 250280, online_cpus: 4 };
+    let stats = BufferStats {
+        entries: 140080,
+        written: 250280,
+        online_cpus: 4,
+    };
     let out = render_trace(cfg(&o, Tracer::Function, &s, &t, 4), stats, vec![vec![]]);
     assert_eq!(
         out,
@@ -238,7 +322,11 @@ fn function_header() {
 #[test]
 fn nop_header_real_dump() {
     let (s, t, o) = (Syms(vec![]), Tasks::default(), opts());
-    let stats = BufferStats { entries: 64, written: 64, online_cpus: 8 };
+    let stats = BufferStats {
+        entries: 64,
+        written: 64,
+        online_cpus: 8,
+    };
     let out = render_trace(cfg(&o, Tracer::Nop, &s, &t, 8), stats, vec![vec![]]);
     let golden = concat!(
         "# tracer: nop\n",
@@ -263,7 +351,11 @@ fn nop_header_real_dump() {
 #[test]
 fn header_variants() {
     let (s, t) = (Syms(vec![]), Tasks::default());
-    let stats = BufferStats { entries: 2, written: 3, online_cpus: 1 };
+    let stats = BufferStats {
+        entries: 2,
+        written: 3,
+        online_cpus: 1,
+    };
     let mut o = opts();
     o.set(TraceOption::IrqInfo, false);
     let out = render_trace(cfg(&o, Tracer::Function, &s, &t, 1), stats, vec![vec![]]);
@@ -280,7 +372,9 @@ fn header_variants() {
     ));
     o.set(TraceOption::IrqInfo, true);
     let out = render_trace(cfg(&o, Tracer::Function, &s, &t, 1), stats, vec![vec![]]);
-    assert!(out.contains("#                                          _-----=> irqs-off/BH-disabled\n"));
+    assert!(
+        out.contains("#                                          _-----=> irqs-off/BH-disabled\n")
+    );
     assert!(out.ends_with(
         "#           TASK-PID       TGID    CPU#  |||||  TIMESTAMP  FUNCTION\n\
          #              | |           |       |   |||||     |         |\n"
@@ -288,10 +382,16 @@ fn header_variants() {
     // verbose: only "# tracer" lines; no context-info: same.
     let mut v = opts();
     v.set(TraceOption::Verbose, true);
-    assert_eq!(render_trace(cfg(&v, Tracer::Nop, &s, &t, 1), stats, vec![vec![]]), "# tracer: nop\n#\n");
+    assert_eq!(
+        render_trace(cfg(&v, Tracer::Nop, &s, &t, 1), stats, vec![vec![]]),
+        "# tracer: nop\n#\n"
+    );
     let mut c = opts();
     c.set(TraceOption::ContextInfo, false);
-    assert_eq!(render_trace(cfg(&c, Tracer::Function, &s, &t, 1), stats, vec![vec![]]), "# tracer: function\n#\n");
+    assert_eq!(
+        render_trace(cfg(&c, Tracer::Function, &s, &t, 1), stats, vec![vec![]]),
+        "# tracer: function\n#\n"
+    );
 }
 
 // ---------------------------------------------------------------- lines
@@ -308,13 +408,31 @@ fn ctx_line(comm: &str, pid: i32, cpu: usize, flags: u8, pc: u8, ts: u64) -> Str
 /// Context prefixes copied from real 6.x `trace` files.
 #[test]
 fn context_matches_real_dumps() {
-    assert_eq!(ctx_line("kworker/0:0", 9, 0, 0, 0, 5_600_194_000), "     kworker/0:0-9       [000] .....     5.600194: ");
-    assert_eq!(ctx_line("systemd", 1, 2, TRACE_FLAG_IRQS_OFF, 1, 127_240_361_000), "         systemd-1       [002] d..1.   127.240361: ");
-    assert_eq!(ctx_line("sh", 113, 4, 0, 0, 6_467_444_000), "              sh-113     [004] .....     6.467444: ");
-    assert_eq!(ctx_line("swapper", 0, 5, TRACE_FLAG_IRQS_OFF, 4, 521_164_922_000), "          <idle>-0       [005] d..4.   521.164922: ");
+    assert_eq!(
+        ctx_line("kworker/0:0", 9, 0, 0, 0, 5_600_194_000),
+        "     kworker/0:0-9       [000] .....     5.600194: "
+    );
+    assert_eq!(
+        ctx_line("systemd", 1, 2, TRACE_FLAG_IRQS_OFF, 1, 127_240_361_000),
+        "         systemd-1       [002] d..1.   127.240361: "
+    );
+    assert_eq!(
+        ctx_line("sh", 113, 4, 0, 0, 6_467_444_000),
+        "              sh-113     [004] .....     6.467444: "
+    );
+    assert_eq!(
+        ctx_line("swapper", 0, 5, TRACE_FLAG_IRQS_OFF, 4, 521_164_922_000),
+        "          <idle>-0       [005] d..4.   521.164922: "
+    );
     let (s, o, t) = (Syms(vec![]), opts(), Tasks::default());
     let mut out = String::new();
-    print_context(&cfg(&o, Tracer::Nop, &s, &t, 8), 4, 525_184_257_000, &hdr(2, TRACE_FLAG_IRQS_OFF, 4), &mut out);
+    print_context(
+        &cfg(&o, Tracer::Nop, &s, &t, 8),
+        4,
+        525_184_257_000,
+        &hdr(2, TRACE_FLAG_IRQS_OFF, 4),
+        &mut out,
+    );
     assert_eq!(out, "           <...>-2       [004] d..4.   525.184257: ");
 }
 
@@ -324,14 +442,26 @@ fn timestamp_rounds_to_microseconds_and_comm_is_cut() {
     assert!(ctx_line("bash", 1, 0, 0, 0, 3_082_063_030_500).ends_with(" 3082.063031: "));
     assert!(ctx_line("bash", 1, 0, 0, 0, 999_999_999_600).ends_with("  1000.000000: "));
     assert!(ctx_line("bash", 1, 0, 0, 0, 123_456_789_012_345_678).contains(" 123456789.012346: "));
-    assert_eq!(ctx_line("a-very-long-command-name", 1, 0, 0, 0, 0), " a-very-long-com-1       [000] .....     0.000000: ");
-    assert_eq!(ctx_line("x", 12345678, 123, 0, 0, 0), "               x-12345678 [123] .....     0.000000: ");
+    assert_eq!(
+        ctx_line("a-very-long-command-name", 1, 0, 0, 0, 0),
+        " a-very-long-com-1       [000] .....     0.000000: "
+    );
+    assert_eq!(
+        ctx_line("x", 12345678, 123, 0, 0, 0),
+        "               x-12345678 [123] .....     0.000000: "
+    );
 }
 
 /// The ftrace.rst function-tracer example values in the 6.x layout.
 #[test]
 fn function_lines_and_symbol_options() {
-    let (s, _) = Syms::layout(&["mutex_unlock", "rb_simple_write", "__mutex_unlock_slowpath", "simple_strtoul", "kstrtoul"]);
+    let (s, _) = Syms::layout(&[
+        "mutex_unlock",
+        "rb_simple_write",
+        "__mutex_unlock_slowpath",
+        "simple_strtoul",
+        "kstrtoul",
+    ]);
     let t = Tasks::with(&[(1994, "bash")]);
     let recs = |o: &tracer::options::TraceOptions| {
         render(
@@ -340,9 +470,24 @@ fn function_lines_and_symbol_options() {
                 vec![],
                 vec![],
                 vec![
-                    fn_rec(3_082_063_030_000, hdr(1994, 0, 0), s.addr("mutex_unlock"), s.addr("rb_simple_write") + 0x4c),
-                    fn_rec(3_082_063_031_000, hdr(1994, 0, 0), s.addr("__mutex_unlock_slowpath"), s.addr("mutex_unlock") + 0x10),
-                    fn_rec(3_082_063_032_000, hdr(1994, 0, 1), s.addr("simple_strtoul") + 6, s.addr("kstrtoul") + 0x1a),
+                    fn_rec(
+                        3_082_063_030_000,
+                        hdr(1994, 0, 0),
+                        s.addr("mutex_unlock"),
+                        s.addr("rb_simple_write") + 0x4c,
+                    ),
+                    fn_rec(
+                        3_082_063_031_000,
+                        hdr(1994, 0, 0),
+                        s.addr("__mutex_unlock_slowpath"),
+                        s.addr("mutex_unlock") + 0x10,
+                    ),
+                    fn_rec(
+                        3_082_063_032_000,
+                        hdr(1994, 0, 1),
+                        s.addr("simple_strtoul") + 6,
+                        s.addr("kstrtoul") + 0x1a,
+                    ),
                 ],
             ],
         )
@@ -362,20 +507,34 @@ fn function_lines_and_symbol_options() {
     assert!(recs(&so).ends_with("3082.063032: simple_strtoul+0x6/0x100 <-kstrtoul+0x1a/0x100\n"));
     let mut sa = opts();
     sa.set(TraceOption::SymAddr, true);
-    assert!(recs(&sa).ends_with("simple_strtoul <ffffffff81000306> <-kstrtoul <ffffffff8100041a>\n"));
+    assert!(
+        recs(&sa).ends_with("simple_strtoul <ffffffff81000306> <-kstrtoul <ffffffff8100041a>\n")
+    );
 }
 
 #[test]
 fn unknown_and_null_addresses() {
     let (s, t) = (Syms(vec![]), Tasks::with(&[(5, "init")]));
     let o = opts();
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![fn_rec(1000, hdr(5, 0, 0), 0xffffffff81234567, 0)]]);
-    assert_eq!(out, "            init-5       [000] .....     0.000001: 0xffffffff81234567\n");
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![fn_rec(1000, hdr(5, 0, 0), 0x10, 0x20)]]);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![fn_rec(1000, hdr(5, 0, 0), 0xffffffff81234567, 0)]],
+    );
+    assert_eq!(
+        out,
+        "            init-5       [000] .....     0.000001: 0xffffffff81234567\n"
+    );
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![fn_rec(1000, hdr(5, 0, 0), 0x10, 0x20)]],
+    );
     assert!(out.ends_with(": 0x00000010 <-0x00000020\n"), "{out}");
     let mut so = opts();
     so.set(TraceOption::SymOffset, true);
-    let out = render(cfg(&so, Tracer::Function, &s, &t, 1), vec![vec![fn_rec(1000, hdr(5, 0, 0), 0x10, 0x20)]]);
+    let out = render(
+        cfg(&so, Tracer::Function, &s, &t, 1),
+        vec![vec![fn_rec(1000, hdr(5, 0, 0), 0x10, 0x20)]],
+    );
     assert!(out.ends_with(": 0x10 <-0x20\n"), "{out}");
     let c = OutputConfig::new(&o, Tracer::Function, &NoSymbols, &t, 1);
     let out = render(c, vec![vec![stack_rec(1, hdr(5, 0, 0), &[0])]]);
@@ -391,12 +550,26 @@ fn trace_marker_line() {
     let o = opts();
     let out = render(
         cfg(&o, Tracer::Nop, &s, &t, 2),
-        vec![vec![], vec![print_rec(2_296_140_373_000, hdr(999, 0, 0), s.addr("tracing_mark_write") + 0x55, "hello")]],
+        vec![
+            vec![],
+            vec![print_rec(
+                2_296_140_373_000,
+                hdr(999, 0, 0),
+                s.addr("tracing_mark_write") + 0x55,
+                "hello",
+            )],
+        ],
     );
-    assert_eq!(out, "           <...>-999     [001] .....  2296.140373: tracing_mark_write: hello\n");
+    assert_eq!(
+        out,
+        "           <...>-999     [001] .....  2296.140373: tracing_mark_write: hello\n"
+    );
     let mut m = opts();
     m.set(TraceOption::PrintkMsgOnly, true);
-    let out = render(cfg(&m, Tracer::Nop, &s, &t, 1), vec![vec![print_rec(1, hdr(999, 0, 0), 0, "only")]]);
+    let out = render(
+        cfg(&m, Tracer::Nop, &s, &t, 1),
+        vec![vec![print_rec(1, hdr(999, 0, 0), 0, "only")]],
+    );
     assert_eq!(out, "only\n");
 }
 
@@ -411,11 +584,20 @@ fn func_stack_trace_lines() {
             vec![],
             vec![],
             vec![
-                fn_rec(3_082_063_030_000, hdr(1994, 0, 0), s.addr("mutex_unlock"), s.addr("rb_simple_write") + 0x4c),
+                fn_rec(
+                    3_082_063_030_000,
+                    hdr(1994, 0, 0),
+                    s.addr("mutex_unlock"),
+                    s.addr("rb_simple_write") + 0x4c,
+                ),
                 stack_rec(
                     3_082_063_031_000,
                     hdr(1994, 0, 0),
-                    &[s.addr("rb_simple_write") + 0x4c, s.addr("vfs_write") + 0xc8, s.addr("ksys_write") + 0x6f],
+                    &[
+                        s.addr("rb_simple_write") + 0x4c,
+                        s.addr("vfs_write") + 0xc8,
+                        s.addr("ksys_write") + 0x6f,
+                    ],
                 ),
             ],
         ],
@@ -430,7 +612,14 @@ fn func_stack_trace_lines() {
     );
     let mut so = opts();
     so.set(TraceOption::SymOffset, true);
-    let out = render(cfg(&so, Tracer::Function, &s, &t, 1), vec![vec![stack_rec(1, hdr(1994, 0, 0), &[s.addr("vfs_write") + 0xc8])]]);
+    let out = render(
+        cfg(&so, Tracer::Function, &s, &t, 1),
+        vec![vec![stack_rec(
+            1,
+            hdr(1994, 0, 0),
+            &[s.addr("vfs_write") + 0xc8],
+        )]],
+    );
     assert!(out.ends_with("<stack trace>\n => vfs_write+0xc8/0x100\n"));
 }
 
@@ -443,7 +632,10 @@ fn lost_events_lines() {
     a.lost_events = 42;
     let mut b = fn_rec(2_000_000, hdr(1, 0, 0), s.addr("f"), s.addr("g"));
     b.lost_events = LOST_EVENTS_UNKNOWN;
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 2), vec![vec![], vec![a, b]]);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 2),
+        vec![vec![], vec![a, b]],
+    );
     assert_eq!(
         out,
         "CPU:1 [LOST 42 EVENTS]\n\
@@ -456,7 +648,12 @@ fn lost_events_lines() {
 #[test]
 fn merger_orders_by_timestamp_ties_to_lowest_cpu() {
     let r = |ts| TraceRecord::new(ts, vec![]);
-    let m = Merger::new(vec![vec![r(5), r(9)].into_iter(), vec![r(1), r(5), r(20)].into_iter(), vec![].into_iter(), vec![r(7)].into_iter()]);
+    let m = Merger::new(vec![
+        vec![r(5), r(9)].into_iter(),
+        vec![r(1), r(5), r(20)].into_iter(),
+        vec![].into_iter(),
+        vec![r(7)].into_iter(),
+    ]);
     let order: Vec<(usize, u64)> = m.map(|(c, e)| (c, e.ts)).collect();
     assert_eq!(order, vec![(1, 1), (0, 5), (1, 5), (3, 7), (0, 9), (1, 20)]);
     let mut m = Merger::new(vec![vec![r(3)].into_iter(), vec![r(2)].into_iter()]);
@@ -473,13 +670,25 @@ fn raw_option_and_garbage_payloads() {
     let t = Tasks::default();
     let mut o = opts();
     o.set(TraceOption::Raw, true);
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![fn_rec(12345, hdr(7, 0, 0), 0xabc, 0xdef)]]);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![fn_rec(12345, hdr(7, 0, 0), 0xabc, 0xdef)]],
+    );
     assert_eq!(out, "7 0 12345 abc def\n");
     // A truncated payload must not panic.
     let o = opts();
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![TraceRecord::new(1, vec![1, 0, 0])], vec![TraceRecord::new(2, vec![1, 0, 0, 0, 0, 0, 0, 0, 1])]]);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![
+            vec![TraceRecord::new(1, vec![1, 0, 0])],
+            vec![TraceRecord::new(2, vec![1, 0, 0, 0, 0, 0, 0, 0, 1])],
+        ],
+    );
     assert_eq!(out, "Unknown type -1\nUnknown type 1\n");
-    let out = render(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![TraceRecord::new(1, vec![77, 0, 0, 0, 1, 0, 0, 0])]]);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![TraceRecord::new(1, vec![77, 0, 0, 0, 1, 0, 0, 0])]],
+    );
     assert!(out.ends_with("Unknown type 77\n"));
 }
 
@@ -494,8 +703,18 @@ fn latency_format_lines_and_header() {
     c.time_start = 1_000_000_000;
     let mut cpus = vec![vec![]; 53];
     cpus[52] = vec![
-        fn_rec(1_000_000_000, hdr(96532, TRACE_FLAG_IRQS_OFF, 0), s.addr("_raw_spin_lock_irq"), 0),
-        fn_rec(1_045_342_000, hdr(96532, TRACE_FLAG_IRQS_OFF, 0), s.addr("cgroup_rstat_flush"), 0),
+        fn_rec(
+            1_000_000_000,
+            hdr(96532, TRACE_FLAG_IRQS_OFF, 0),
+            s.addr("_raw_spin_lock_irq"),
+            0,
+        ),
+        fn_rec(
+            1_045_342_000,
+            hdr(96532, TRACE_FLAG_IRQS_OFF, 0),
+            s.addr("cgroup_rstat_flush"),
+            0,
+        ),
     ];
     let out = render(c, cpus);
     assert_eq!(
@@ -505,8 +724,12 @@ fn latency_format_lines_and_header() {
     );
     let mut hdr_out = String::new();
     tracer::output::header::print_lat_help_header(&mut hdr_out);
-    assert!(hdr_out.starts_with("#                    _------=> CPU#            \n#                   / _-----=> irqs-off/BH-disabled\n"));
-    assert!(hdr_out.ends_with("#  cmd     pid     |||||| time  |   caller     \n#     \\   /        ||||||  \\    |    /       \n"));
+    assert!(hdr_out.starts_with(
+        "#                    _------=> CPU#            \n#                   / _-----=> irqs-off/BH-disabled\n"
+    ));
+    assert!(hdr_out.ends_with(
+        "#  cmd     pid     |||||| time  |   caller     \n#     \\   /        ||||||  \\    |    /       \n"
+    ));
 }
 
 #[test]
@@ -515,7 +738,13 @@ fn annotate_marks_cpu_buffer_start_after_overrun() {
     let t = Tasks::with(&[(1, "a")]);
     let o = opts();
     let f = s.addr("f");
-    let cpus = vec![vec![fn_rec(1000, hdr(1, 0, 0), f, 0), fn_rec(2000, hdr(1, 0, 0), f, 0)], vec![fn_rec(3000, hdr(1, 0, 0), f, 0)]];
+    let cpus = vec![
+        vec![
+            fn_rec(1000, hdr(1, 0, 0), f, 0),
+            fn_rec(2000, hdr(1, 0, 0), f, 0),
+        ],
+        vec![fn_rec(3000, hdr(1, 0, 0), f, 0)],
+    ];
     let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
     let mut it = TraceIter::new(cfg(&o, Tracer::Function, &s, &t, 2), 2, true);
     let mut out = String::new();
@@ -529,7 +758,9 @@ fn trace_pipe_consumes_and_has_no_header() {
     let (s, _) = Syms::layout(&["f"]);
     let t = Tasks::with(&[(1, "a")]);
     let o = opts();
-    let mut m = Merger::new(vec![vec![fn_rec(1000, hdr(1, 0, 0), s.addr("f"), 0)].into_iter()]);
+    let mut m = Merger::new(vec![
+        vec![fn_rec(1000, hdr(1, 0, 0), s.addr("f"), 0)].into_iter()
+    ]);
     let c: OutputConfig = cfg(&o, Tracer::Function, &s, &t, 1);
     let mut it = TraceIter::new(c, 1, false);
     let mut out = String::new();
@@ -559,4 +790,62 @@ fn overhead_marks_thresholds() {
     for (d, m) in cases {
         assert_eq!(trace_find_mark(d), m, "{d}");
     }
+}
+
+#[test]
+fn verbose_latency_line() {
+    let (s, _) = Syms::layout(&["simple_strtoul", "kstrtoul"]);
+    let t = Tasks::with(&[(4000, "bash")]);
+    let mut o = opts();
+    o.set(TraceOption::LatencyFmt, true);
+    o.set(TraceOption::Verbose, true);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 2),
+        vec![
+            vec![],
+            vec![
+                fn_rec(
+                    1_720_415_000,
+                    hdr(4000, TRACE_FLAG_IRQS_OFF, 0),
+                    s.addr("simple_strtoul"),
+                    s.addr("kstrtoul") + 1,
+                ),
+                fn_rec(1_720_416_500, hdr(4000, 0, 0), s.addr("kstrtoul"), 0),
+            ],
+        ],
+    );
+    assert_eq!(
+        out,
+        "            bash    4000   1 1 00000000 00000000 [001a405f] 1720.415ms (+0.002ms): simple_strtoul <-kstrtoul\n\
+         \x20           bash    4000   1 0 00000000 00000001 [001a4061] 1720.417ms (+0.000ms): kstrtoul\n"
+    );
+}
+
+#[test]
+fn whole_trace_file_helper() {
+    let (s, _) = Syms::layout(&["f"]);
+    let t = Tasks::with(&[(1, "init")]);
+    let o = opts();
+    let mut m = Merger::new(vec![
+        vec![fn_rec(1000, hdr(1, 0, 0), s.addr("f"), 0)].into_iter()
+    ]);
+    let mut out = String::new();
+    let stats = BufferStats {
+        entries: 1,
+        written: 1,
+        online_cpus: 1,
+    };
+    tracer::output::write_trace_file(
+        &mut out,
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        &stats,
+        &Default::default(),
+        &mut m,
+        1,
+        false,
+    );
+    assert!(
+        out.starts_with("# tracer: function\n#\n# entries-in-buffer/entries-written: 1/1   #P:1\n")
+    );
+    assert!(out.ends_with("#              | |         |   |||||     |         |\n            init-1       [000] .....     0.000001: f\n"));
 }

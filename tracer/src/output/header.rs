@@ -48,7 +48,11 @@ pub struct LatencyInfo {
 
 /// `print_event_info()`: the entries line and a `#` line.
 pub fn print_event_info(out: &mut String, stats: &BufferStats) {
-    let _ = writeln!(out, "# entries-in-buffer/entries-written: {}/{}   #P:{}", stats.entries, stats.written, stats.online_cpus);
+    let _ = writeln!(
+        out,
+        "# entries-in-buffer/entries-written: {}/{}   #P:{}",
+        stats.entries, stats.written, stats.online_cpus
+    );
     out.push_str("#\n");
 }
 
@@ -59,21 +63,57 @@ pub fn print_func_help_header_irq(out: &mut String, stats: &BufferStats, tgid: b
     let prec = if tgid { 12 } else { 2 };
     let sp = &SPACE[..prec];
     print_event_info(out, stats);
-    let _ = writeln!(out, "#                            {}  _-----=> irqs-off/BH-disabled", sp);
-    let _ = writeln!(out, "#                            {} / _----=> need-resched", sp);
-    let _ = writeln!(out, "#                            {}| / _---=> hardirq/softirq", sp);
-    let _ = writeln!(out, "#                            {}|| / _--=> preempt-depth", sp);
-    let _ = writeln!(out, "#                            {}||| / _-=> migrate-disable", sp);
+    let _ = writeln!(
+        out,
+        "#                            {}  _-----=> irqs-off/BH-disabled",
+        sp
+    );
+    let _ = writeln!(
+        out,
+        "#                            {} / _----=> need-resched",
+        sp
+    );
+    let _ = writeln!(
+        out,
+        "#                            {}| / _---=> hardirq/softirq",
+        sp
+    );
+    let _ = writeln!(
+        out,
+        "#                            {}|| / _--=> preempt-depth",
+        sp
+    );
+    let _ = writeln!(
+        out,
+        "#                            {}||| / _-=> migrate-disable",
+        sp
+    );
     let _ = writeln!(out, "#                            {}|||| /     delay", sp);
-    let _ = writeln!(out, "#           TASK-PID  {} CPU#  |||||  TIMESTAMP  FUNCTION", &"     TGID   "[..prec]);
-    let _ = writeln!(out, "#              | |    {}   |   |||||     |         |", &"       |    "[..prec]);
+    let _ = writeln!(
+        out,
+        "#           TASK-PID  {} CPU#  |||||  TIMESTAMP  FUNCTION",
+        &"     TGID   "[..prec]
+    );
+    let _ = writeln!(
+        out,
+        "#              | |    {}   |   |||||     |         |",
+        &"       |    "[..prec]
+    );
 }
 
 /// `print_func_help_header()` (irq-info off).
 pub fn print_func_help_header(out: &mut String, stats: &BufferStats, tgid: bool) {
     print_event_info(out, stats);
-    let _ = writeln!(out, "#           TASK-PID    {} CPU#     TIMESTAMP  FUNCTION", if tgid { "   TGID   " } else { "" });
-    let _ = writeln!(out, "#              | |      {}   |         |         |", if tgid { "     |    " } else { "" });
+    let _ = writeln!(
+        out,
+        "#           TASK-PID    {} CPU#     TIMESTAMP  FUNCTION",
+        if tgid { "   TGID   " } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "#              | |      {}   |         |         |",
+        if tgid { "     |    " } else { "" }
+    );
 }
 
 /// `print_lat_help_header()`.
@@ -92,10 +132,24 @@ pub fn print_lat_help_header(out: &mut String) {
 }
 
 /// `print_trace_header()`: the latency-format banner.
-pub fn print_trace_header(out: &mut String, tracer: Tracer, stats: &BufferStats, lat: &LatencyInfo) {
-    let _ = writeln!(out, "# {} latency trace v1.1.5 on {}", tracer.name(), lat.release);
+pub fn print_trace_header(
+    out: &mut String,
+    tracer: Tracer,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+) {
+    let _ = writeln!(
+        out,
+        "# {} latency trace v1.1.5 on {}",
+        tracer.name(),
+        lat.release
+    );
     out.push_str("# --------------------------------------------------------------------\n");
-    let model = if lat.preempt_model.is_empty() { "unknown" } else { lat.preempt_model };
+    let model = if lat.preempt_model.is_empty() {
+        "unknown"
+    } else {
+        lat.preempt_model
+    };
     let _ = writeln!(
         out,
         "# latency: {} us, #{}/{}, CPU#{} | (M:{} VP:0, KP:0, SP:0 HP:0 #P:{})",
@@ -125,7 +179,13 @@ pub fn print_trace_header(out: &mut String, tracer: Tracer, stats: &BufferStats,
 /// `# tracer: <name>`, `#`, then the tracer's header (function_graph) or the
 /// default one. `empty` tells whether the buffers hold no event (the
 /// latency-format header is skipped then).
-pub fn print_header(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStats, lat: &LatencyInfo, empty: bool) {
+pub fn print_header(
+    out: &mut String,
+    cfg: &OutputConfig<'_>,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+    empty: bool,
+) {
     let _ = writeln!(out, "# tracer: {}", cfg.tracer.name());
     out.push_str("#\n");
     if cfg.tracer == Tracer::FunctionGraph {
@@ -136,7 +196,13 @@ pub fn print_header(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStat
 }
 
 /// `trace_default_header()`.
-pub fn trace_default_header(out: &mut String, cfg: &OutputConfig<'_>, stats: &BufferStats, lat: &LatencyInfo, empty: bool) {
+pub fn trace_default_header(
+    out: &mut String,
+    cfg: &OutputConfig<'_>,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+    empty: bool,
+) {
     let o = cfg.options;
     if !o.has(TraceOption::ContextInfo) {
         return;

@@ -31,7 +31,11 @@ pub const LOST_EVENTS_UNKNOWN: u64 = u64::MAX;
 
 impl TraceRecord {
     pub fn new(ts: u64, payload: Vec<u8>) -> Self {
-        TraceRecord { ts, payload, lost_events: 0 }
+        TraceRecord {
+            ts,
+            payload,
+            lost_events: 0,
+        }
     }
 }
 
@@ -55,7 +59,9 @@ where
 {
     /// `streams[cpu]` yields that CPU's events in time order.
     pub fn new(streams: Vec<S>) -> Self {
-        Merger { streams: streams.into_iter().map(Iterator::peekable).collect() }
+        Merger {
+            streams: streams.into_iter().map(Iterator::peekable).collect(),
+        }
     }
 
     /// Number of CPUs.
@@ -68,7 +74,7 @@ where
         for (cpu, s) in self.streams.iter_mut().enumerate() {
             if let Some(item) = s.peek() {
                 let ts = item.ts();
-                if best.map_or(true, |(_, b)| ts < b) {
+                if best.is_none_or(|(_, b)| ts < b) {
                     best = Some((cpu, ts));
                 }
             }

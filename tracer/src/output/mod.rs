@@ -19,7 +19,7 @@ use alloc::string::String;
 use core::fmt::Write;
 use core::ops::Range;
 
-use crate::entry::{lat_fmt, Entry, TraceEntry, TRACE_PRINT};
+use crate::entry::{lat_fmt, Entry, TraceEntry};
 use crate::graph::GraphState;
 use crate::options::{TraceOption, TraceOptions, Tracer};
 use merge::{Merger, TraceRecord, LOST_EVENTS_UNKNOWN};
@@ -157,8 +157,23 @@ pub struct OutputConfig<'a> {
 
 impl<'a> OutputConfig<'a> {
     /// A configuration with ns timestamps, time_start 0 and no irq range.
-    pub fn new(options: &'a TraceOptions, tracer: Tracer, syms: &'a dyn SymbolResolver, tasks: &'a dyn TaskNames, nr_cpu_ids: u32) -> Self {
-        OutputConfig { options, tracer, syms, tasks, nr_cpu_ids, time_in_ns: true, time_start: 0, irqentry: 0..0 }
+    pub fn new(
+        options: &'a TraceOptions,
+        tracer: Tracer,
+        syms: &'a dyn SymbolResolver,
+        tasks: &'a dyn TaskNames,
+        nr_cpu_ids: u32,
+    ) -> Self {
+        OutputConfig {
+            options,
+            tracer,
+            syms,
+            tasks,
+            nr_cpu_ids,
+            time_in_ns: true,
+            time_start: 0,
+            irqentry: 0..0,
+        }
     }
 }
 
@@ -209,7 +224,13 @@ impl<'a> TraceIter<'a> {
     /// (`ring_buffer_overruns()`), which enables the `annotate` lines.
     pub fn new(cfg: OutputConfig<'a>, nr_cpus: usize, overruns: bool) -> Self {
         let graph = GraphState::new(nr_cpus);
-        TraceIter { cfg, idx: -1, annotate: overruns, started: alloc::vec![false; nr_cpus], graph }
+        TraceIter {
+            cfg,
+            idx: -1,
+            annotate: overruns,
+            started: alloc::vec![false; nr_cpus],
+            graph,
+        }
     }
 
     fn lat_fmt_on(&self) -> bool {
@@ -219,7 +240,9 @@ impl<'a> TraceIter<'a> {
     /// Prints the next event (taking it, and for a function_graph leaf its
     /// return too) into `out`. Returns false when there are no more events.
     pub fn print_line(&mut self, src: &mut dyn EventSource, out: &mut String) -> bool {
-        let Some((cpu, rec)) = src.next_event() else { return false };
+        let Some((cpu, rec)) = src.next_event() else {
+            return false;
+        };
         self.idx += 1;
         self.print_record(src, cpu, &rec, out);
         true
@@ -231,7 +254,13 @@ impl<'a> TraceIter<'a> {
     }
 
     /// `print_trace_line()` for one event already taken from `src`.
-    pub fn print_record(&mut self, src: &mut dyn EventSource, cpu: usize, rec: &TraceRecord, out: &mut String) {
+    pub fn print_record(
+        &mut self,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        rec: &TraceRecord,
+        out: &mut String,
+    ) {
         if rec.lost_events != 0 {
             if rec.lost_events == LOST_EVENTS_UNKNOWN {
                 let _ = writeln!(out, "CPU:{} [LOST EVENTS]", cpu);
@@ -243,7 +272,9 @@ impl<'a> TraceIter<'a> {
         let entry = match Entry::decode(&rec.payload) {
             Ok(e) => e,
             Err(_) => {
-                let ty = TraceEntry::decode(&rec.payload).map(|e| e.type_ as i32).unwrap_or(-1);
+                let ty = TraceEntry::decode(&rec.payload)
+                    .map(|e| e.type_ as i32)
+                    .unwrap_or(-1);
                 let _ = writeln!(out, "Unknown type {}", ty);
                 return;
             }
@@ -284,7 +315,14 @@ impl<'a> TraceIter<'a> {
     }
 
     /// `print_trace_fmt()`: context, then the event's own text.
-    fn print_trace_fmt(&mut self, src: &mut dyn EventSource, cpu: usize, ts: u64, entry: &Entry, out: &mut String) {
+    fn print_trace_fmt(
+        &mut self,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        ts: u64,
+        entry: &Entry,
+        out: &mut String,
+    ) {
         self.test_cpu_buff_start(cpu, out);
         let opts = self.cfg.options;
         if opts.has(TraceOption::ContextInfo) {
@@ -299,7 +337,14 @@ impl<'a> TraceIter<'a> {
     }
 
     /// `trace_print_lat_context()`.
-    fn print_lat_context(&self, cpu: usize, ts: u64, next_ts: u64, ent: &TraceEntry, out: &mut String) {
+    fn print_lat_context(
+        &self,
+        cpu: usize,
+        ts: u64,
+        next_ts: u64,
+        ent: &TraceEntry,
+        out: &mut String,
+    ) {
         let cfg = &self.cfg;
         let comm = find_cmdline(cfg.tasks, ent.pid);
         let verbose = cfg.options.has(TraceOption::Verbose);
@@ -317,7 +362,9 @@ impl<'a> TraceIter<'a> {
         } else {
             let c = truncate_str(&comm, 8);
             let _ = write!(out, "{:>8}-{:<7} {:3}", c, ent.pid, cpu);
-            out.push_str(core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."));
+            out.push_str(
+                core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."),
+            );
         }
         // lat_print_timestamp()
         let mut abs = ts.wrapping_sub(cfg.time_start);
@@ -339,7 +386,12 @@ impl<'a> TraceIter<'a> {
         } else if verbose {
             let _ = write!(out, "[{:016x}] {} (+{}): ", ts, abs as i64, rel as i64);
         } else if cfg.time_in_ns {
-            let _ = write!(out, " {:4}us{}: ", abs as i64, trace_find_mark(rel.saturating_mul(1000)));
+            let _ = write!(
+                out,
+                " {:4}us{}: ",
+                abs as i64,
+                trace_find_mark(rel.saturating_mul(1000))
+            );
         } else {
             let _ = write!(out, " {:4}: ", abs as i64);
         }
@@ -372,7 +424,13 @@ impl<'a> TraceIter<'a> {
 
 /// `trace_print_context()`: `%16s-%-7d `, optional tgid, `[%03d] `, the
 /// five flag characters (irq-info) and ` %5lu.%06lu: `.
-pub fn print_context(cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEntry, out: &mut String) {
+pub fn print_context(
+    cfg: &OutputConfig<'_>,
+    cpu: usize,
+    ts: u64,
+    ent: &TraceEntry,
+    out: &mut String,
+) {
     let comm = find_cmdline(cfg.tasks, ent.pid);
     let _ = write!(out, "{:>16}-{:<7} ", comm, ent.pid);
     if cfg.options.has(TraceOption::RecordTgid) {
@@ -385,7 +443,9 @@ pub fn print_context(cfg: &OutputConfig<'_>, cpu: usize, ts: u64, ent: &TraceEnt
     }
     let _ = write!(out, "[{:03}] ", cpu);
     if cfg.options.has(TraceOption::IrqInfo) {
-        out.push_str(core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."));
+        out.push_str(
+            core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."),
+        );
     }
     print_time(cfg, ts, out);
     out.push_str(": ");
@@ -439,7 +499,11 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, entry: &Entry, out: &mut String)
         Entry::GraphRet(g) => {
             let _ = write!(out, "<-- ");
             write_ps(out, cfg.syms, g.func);
-            let _ = writeln!(out, " ({}) (start: {:x}  end: {:x}) over: {}", g.depth, g.calltime, g.rettime, g.depth);
+            let _ = writeln!(
+                out,
+                " ({}) (start: {:x}  end: {:x}) over: {}",
+                g.depth, g.calltime, g.rettime, g.depth
+            );
         }
         Entry::Other(e) => {
             let _ = writeln!(out, "Unknown type {}", e.type_);
@@ -451,8 +515,14 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, entry: &Entry, out: &mut String)
 /// greater than each threshold: `$` 1 s, `@` 100 ms, `*` 10 ms, `#` 1 ms,
 /// `!` 100 µs, `+` 10 µs, else a space.
 pub fn trace_find_mark(d: u64) -> char {
-    const MARKS: [(u64, char); 6] =
-        [(1_000_000_000, '$'), (100_000_000, '@'), (10_000_000, '*'), (1_000_000, '#'), (100_000, '!'), (10_000, '+')];
+    const MARKS: [(u64, char); 6] = [
+        (1_000_000_000, '$'),
+        (100_000_000, '@'),
+        (10_000_000, '*'),
+        (1_000_000, '#'),
+        (100_000, '!'),
+        (10_000, '+'),
+    ];
     for (val, sym) in MARKS {
         if d > val {
             return sym;
@@ -461,8 +531,19 @@ pub fn trace_find_mark(d: u64) -> char {
     ' '
 }
 
-/// True if the payload is a `trace_marker` record (used by callers that
-/// want to treat markers specially).
-pub fn is_print(payload: &[u8]) -> bool {
-    TraceEntry::decode(payload).map(|e| e.type_ == TRACE_PRINT).unwrap_or(false)
+/// The whole `trace` file: the header (`# tracer: ...`), then every event
+/// of `src` in time order. `overruns` enables the `annotate` lines.
+pub fn write_trace_file(
+    out: &mut String,
+    cfg: OutputConfig<'_>,
+    stats: &header::BufferStats,
+    lat: &header::LatencyInfo,
+    src: &mut dyn EventSource,
+    nr_cpus: usize,
+    overruns: bool,
+) {
+    let empty = src.peek_next_ts().is_none();
+    header::print_header(out, &cfg, stats, lat, empty);
+    let mut it = TraceIter::new(cfg, nr_cpus, overruns);
+    it.print_all(src, out);
 }

@@ -29,13 +29,20 @@ impl Syms {
     }
     /// Address of a symbol by name.
     pub fn addr(&self, name: &str) -> u64 {
-        self.0.iter().find(|s| s.2 == name).map(|s| s.0).expect("no such symbol")
+        self.0
+            .iter()
+            .find(|s| s.2 == name)
+            .map(|s| s.0)
+            .expect("no such symbol")
     }
 }
 
 impl SymbolResolver for Syms {
     fn lookup(&self, addr: u64) -> Option<(&str, u64, u64)> {
-        self.0.iter().find(|(a, s, _)| *a <= addr && addr < a + s).map(|(a, s, n)| (n.as_str(), addr - a, *s))
+        self.0
+            .iter()
+            .find(|(a, s, _)| *a <= addr && addr < a + s)
+            .map(|(a, s, n)| (n.as_str(), addr - a, *s))
     }
 }
 
@@ -45,7 +52,10 @@ pub struct Tasks(pub HashMap<i32, String>, pub HashMap<i32, i32>);
 
 impl Tasks {
     pub fn with(list: &[(i32, &str)]) -> Tasks {
-        Tasks(list.iter().map(|(p, c)| (*p, c.to_string())).collect(), HashMap::new())
+        Tasks(
+            list.iter().map(|(p, c)| (*p, c.to_string())).collect(),
+            HashMap::new(),
+        )
     }
 }
 
@@ -59,31 +69,64 @@ impl TaskNames for Tasks {
 }
 
 pub fn hdr(pid: i32, flags: u8, pc: u8) -> TraceEntry {
-    TraceEntry { type_: 0, flags, preempt_count: pc, pid }
+    TraceEntry {
+        type_: 0,
+        flags,
+        preempt_count: pc,
+        pid,
+    }
 }
 
 pub fn fn_rec(ts: u64, ent: TraceEntry, ip: u64, parent_ip: u64) -> TraceRecord {
-    TraceRecord::new(ts, Entry::Function(FtraceEntry { ent, ip, parent_ip }).to_vec())
+    TraceRecord::new(
+        ts,
+        Entry::Function(FtraceEntry { ent, ip, parent_ip }).to_vec(),
+    )
 }
 
 pub fn ent_rec(ts: u64, pid: i32, func: u64, depth: i32) -> TraceRecord {
-    TraceRecord::new(ts, Entry::GraphEnt(GraphEntEntry { ent: hdr(pid, 0, 0), func, depth }).to_vec())
+    TraceRecord::new(
+        ts,
+        Entry::GraphEnt(GraphEntEntry {
+            ent: hdr(pid, 0, 0),
+            func,
+            depth,
+        })
+        .to_vec(),
+    )
 }
 
 pub fn ret_rec(ts: u64, pid: i32, func: u64, depth: i32, calltime: u64) -> TraceRecord {
     TraceRecord::new(
         ts,
-        Entry::GraphRet(GraphRetEntry { ent: hdr(pid, 0, 0), func, depth, overrun: 0, calltime, rettime: ts })
-            .to_vec(),
+        Entry::GraphRet(GraphRetEntry {
+            ent: hdr(pid, 0, 0),
+            func,
+            depth,
+            overrun: 0,
+            calltime,
+            rettime: ts,
+        })
+        .to_vec(),
     )
 }
 
 pub fn print_rec(ts: u64, ent: TraceEntry, ip: u64, text: &str) -> TraceRecord {
-    TraceRecord::new(ts, Entry::Print(PrintEntry::marker(ent, ip, text.as_bytes())).to_vec())
+    TraceRecord::new(
+        ts,
+        Entry::Print(PrintEntry::marker(ent, ip, text.as_bytes())).to_vec(),
+    )
 }
 
 pub fn stack_rec(ts: u64, ent: TraceEntry, callers: &[u64]) -> TraceRecord {
-    TraceRecord::new(ts, Entry::Stack(StackEntry { ent, callers: callers.to_vec() }).to_vec())
+    TraceRecord::new(
+        ts,
+        Entry::Stack(StackEntry {
+            ent,
+            callers: callers.to_vec(),
+        })
+        .to_vec(),
+    )
 }
 
 /// Prints every event of the per-CPU streams (no header), as trace_pipe.
@@ -97,7 +140,11 @@ pub fn render(cfg: OutputConfig<'_>, cpus: Vec<Vec<TraceRecord>>) -> String {
 }
 
 /// Header + events, as the `trace` file.
-pub fn render_trace(cfg: OutputConfig<'_>, stats: BufferStats, cpus: Vec<Vec<TraceRecord>>) -> String {
+pub fn render_trace(
+    cfg: OutputConfig<'_>,
+    stats: BufferStats,
+    cpus: Vec<Vec<TraceRecord>>,
+) -> String {
     let mut out = String::new();
     let empty = cpus.iter().all(|c| c.is_empty());
     print_header(&mut out, &cfg, &stats, &LatencyInfo::default(), empty);
@@ -109,6 +156,12 @@ pub fn opts() -> TraceOptions {
     TraceOptions::new()
 }
 
-pub fn cfg<'a>(o: &'a TraceOptions, t: Tracer, s: &'a Syms, k: &'a Tasks, ncpu: u32) -> OutputConfig<'a> {
+pub fn cfg<'a>(
+    o: &'a TraceOptions,
+    t: Tracer,
+    s: &'a Syms,
+    k: &'a Tasks,
+    ncpu: u32,
+) -> OutputConfig<'a> {
     OutputConfig::new(o, t, s, k, ncpu)
 }

@@ -1,0 +1,201 @@
+//! `trace_options` and `options/` semantics (Linux 6.6 names, order and
+//! defaults).
+
+use tracer::errno::Errno;
+use tracer::options::*;
+
+const CORE_DEFAULT: &str =
+    "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\nnoblock\nnofields\n\
+trace_printk\nannotate\nnouserstacktrace\nnosym-userobj\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
+record-cmd\nnorecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnoevent-fork\nnopause-on-trace\n\
+hash-ptr\nfunction-trace\nnofunction-fork\nnodisplay-graph\nnostacktrace\n";
+
+#[test]
+fn default_listing_per_tracer() {
+    let o = TraceOptions::new();
+    assert_eq!(
+        o.trace_options_text(Tracer::Nop),
+        format!("{CORE_DEFAULT}notest_nop_accept\nnotest_nop_refuse\n")
+    );
+    assert_eq!(
+        o.trace_options_text(Tracer::Function),
+        format!("{CORE_DEFAULT}nofunc_stack_trace\nnofunc-no-repeats\n")
+    );
+    assert_eq!(
+        o.trace_options_text(Tracer::FunctionGraph),
+        format!(
+            "{CORE_DEFAULT}nofuncgraph-overrun\nfuncgraph-cpu\nfuncgraph-overhead\nnofuncgraph-proc\nfuncgraph-duration\n\
+             nofuncgraph-abstime\nfuncgraph-irqs\nnofuncgraph-tail\nsleep-time\ngraph-time\n"
+        )
+    );
+}
+
+#[test]
+fn write_sets_and_clears() {
+    let mut o = TraceOptions::new();
+    let c = o
+        .write_trace_options(Tracer::Function, b"noprint-parent\n")
+        .unwrap();
+    assert_eq!(
+        c,
+        OptionChange {
+            id: OptionId::Core(TraceOption::PrintParent),
+            enabled: false,
+            changed: true
+        }
+    );
+    assert!(!o.has(TraceOption::PrintParent));
+    assert!(o
+        .trace_options_text(Tracer::Function)
+        .starts_with("noprint-parent\n"));
+    let c = o
+        .write_trace_options(Tracer::Function, b"  sym-offset  ")
+        .unwrap();
+    assert!(c.enabled && c.changed);
+    assert!(o.has(TraceOption::SymOffset));
+    // Setting again changes nothing.
+    assert!(
+        !o.write_trace_options(Tracer::Function, b"sym-offset")
+            .unwrap()
+            .changed
+    );
+    o.write_trace_options(Tracer::Function, b"func_stack_trace")
+        .unwrap();
+    assert_eq!(o.tracer_flags(Tracer::Function), func_flags::STACK);
+    assert!(o
+        .trace_options_text(Tracer::Function)
+        .ends_with("func_stack_trace\nnofunc-no-repeats\n"));
+}
+
+#[test]
+fn bad_writes_change_nothing() {
+    let mut o = TraceOptions::new();
+    let before = o.clone();
+    for bad in [
+        &b"bogus"[..],
+        b"no",
+        b"",
+        b"print-parent sym-offset",
+        b"nonoprint-parent",
+        b"PRINT-PARENT",
+        &[0xff, 0xfe][..],
+    ] {
+        assert_eq!(
+            o.write_trace_options(Tracer::Function, bad),
+            Err(Errno::EINVAL),
+            "{bad:?}"
+        );
+    }
+    // Another tracer's option is unknown while it is not current.
+    assert_eq!(
+        o.write_trace_options(Tracer::Function, b"funcgraph-proc"),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(
+        o.write_trace_options(Tracer::Nop, b"func_stack_trace"),
+        Err(Errno::EINVAL)
+    );
+    // Longer than Linux's 64-byte buffer.
+    assert_eq!(
+        o.write_trace_options(Tracer::Function, &[b' '; 64]),
+        Err(Errno::EINVAL)
+    );
+    // nop's self-test option that refuses every change.
+    assert_eq!(
+        o.write_trace_options(Tracer::Nop, b"test_nop_refuse"),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(o, before);
+    assert!(o
+        .write_trace_options(Tracer::Nop, b"test_nop_accept")
+        .is_ok());
+    assert!(o
+        .trace_options_text(Tracer::Nop)
+        .ends_with("test_nop_accept\nnotest_nop_refuse\n"));
+}
+
+#[test]
+fn option_files() {
+    let names: Vec<&str> = TraceOptions::option_files().collect();
+    assert_eq!(names.len(), 29 + 2 + 2 + 10);
+    assert!(
+        names.contains(&"funcgraph-proc")
+            && names.contains(&"func_stack_trace")
+            && names.contains(&"print-parent")
+    );
+    let mut o = TraceOptions::new();
+    assert_eq!(o.read_option_file("print-parent"), Ok("1\n"));
+    assert_eq!(o.read_option_file("funcgraph-proc"), Ok("0\n"));
+    assert_eq!(o.read_option_file("nope"), Err(Errno::ENOENT));
+    // options/ files work whatever the current tracer is.
+    o.write_option_file("funcgraph-proc", b"1\n").unwrap();
+    assert_eq!(
+        o.tracer_flags(Tracer::FunctionGraph) & graph_flags::PRINT_PROC,
+        graph_flags::PRINT_PROC
+    );
+    o.write_option_file("print-parent", b"0").unwrap();
+    assert!(!o.has(TraceOption::PrintParent));
+    let before = o.clone();
+    for bad in [&b"2"[..], b"", b"yes", b"-1", b"1 ", b"0x1"] {
+        assert_eq!(
+            o.write_option_file("sym-addr", bad),
+            Err(Errno::EINVAL),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(o, before);
+}
+
+#[test]
+fn names_and_defaults() {
+    assert_eq!(
+        TraceOption::from_name("disable_on_free"),
+        Some(TraceOption::StopOnFree)
+    );
+    assert_eq!(
+        TraceOption::from_name("function-trace"),
+        Some(TraceOption::Function)
+    );
+    assert_eq!(TraceOption::Printk.name(), "trace_printk");
+    assert_eq!(
+        Tracer::from_name("function_graph"),
+        Some(Tracer::FunctionGraph)
+    );
+    assert_eq!(Tracer::from_name("blk"), None);
+    let o = TraceOptions::new();
+    for opt in [
+        TraceOption::PrintParent,
+        TraceOption::IrqInfo,
+        TraceOption::Overwrite,
+        TraceOption::Markers,
+        TraceOption::RecordCmd,
+    ] {
+        assert!(o.has(opt), "{opt:?}");
+    }
+    for opt in [
+        TraceOption::SymOffset,
+        TraceOption::LatencyFmt,
+        TraceOption::Verbose,
+        TraceOption::Raw,
+        TraceOption::RecordTgid,
+    ] {
+        assert!(!o.has(opt), "{opt:?}");
+    }
+}
+
+#[test]
+fn kstrtoul_like_linux() {
+    assert_eq!(parse_kstrtoul(b"42", 0), Ok(42));
+    assert_eq!(parse_kstrtoul(b"42\n", 10), Ok(42));
+    assert_eq!(parse_kstrtoul(b"0x1f", 0), Ok(31));
+    assert_eq!(parse_kstrtoul(b"017", 0), Ok(15));
+    assert_eq!(parse_kstrtoul(b"0", 0), Ok(0));
+    assert_eq!(parse_kstrtoul(b"+7", 0), Ok(7));
+    assert_eq!(parse_kstrtoul(b"08", 0), Err(Errno::EINVAL));
+    assert_eq!(parse_kstrtoul(b"12a", 10), Err(Errno::EINVAL));
+    assert_eq!(parse_kstrtoul(b"\n", 10), Err(Errno::EINVAL));
+    assert_eq!(
+        parse_kstrtoul(b"99999999999999999999", 10),
+        Err(Errno::ERANGE)
+    );
+}
