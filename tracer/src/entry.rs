@@ -560,6 +560,57 @@ impl StackEntry {
     }
 }
 
+/// `struct func_repeats_entry` (TRACE_FUNC_REPEATS), written by the
+/// `func-no-repeats` option instead of identical consecutive function
+/// events: the last `ip`/`parent_ip`, how many repeats were folded, and how
+/// long before this record the last one happened (48-bit ns delta split in
+/// `top_delta_ts`/`bottom_delta_ts`). 32 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuncRepeatsEntry {
+    pub ent: TraceEntry,
+    pub ip: u64,
+    pub parent_ip: u64,
+    pub count: u16,
+    pub top_delta_ts: u16,
+    pub bottom_delta_ts: u32,
+}
+
+impl FuncRepeatsEntry {
+    pub const SIZE: usize = 32;
+
+    /// `FUNC_REPEATS_GET_DELTA_TS()`.
+    pub fn delta_ts(&self) -> u64 {
+        ((self.top_delta_ts as u64) << 32) | self.bottom_delta_ts as u64
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Self, EntryError> {
+        let ent = TraceEntry::expect(buf, TRACE_FUNC_REPEATS, Self::SIZE)?;
+        Ok(FuncRepeatsEntry {
+            ent,
+            ip: rd_u64(buf, 8),
+            parent_ip: rd_u64(buf, 16),
+            count: rd_u16(buf, 24),
+            top_delta_ts: rd_u16(buf, 26),
+            bottom_delta_ts: rd_u32(buf, 28),
+        })
+    }
+
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
+        need(buf, Self::SIZE)?;
+        TraceEntry {
+            type_: TRACE_FUNC_REPEATS,
+            ..self.ent
+        }
+        .encode(buf)?;
+        wr(buf, 8, &self.ip.to_le_bytes());
+        wr(buf, 16, &self.parent_ip.to_le_bytes());
+        wr(buf, 24, &self.count.to_le_bytes());
+        wr(buf, 26, &self.top_delta_ts.to_le_bytes());
+        wr(buf, 28, &self.bottom_delta_ts.to_le_bytes());
+        Ok(Self::SIZE)
+    }
+}
+
 /// Any record, decoded by its `type`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
@@ -568,6 +619,7 @@ pub enum Entry {
     GraphRet(GraphRetEntry),
     Print(PrintEntry),
     Stack(StackEntry),
+    FuncRepeats(FuncRepeatsEntry),
     /// A type this crate does not decode; the header is still valid.
     Other(TraceEntry),
 }
@@ -582,6 +634,7 @@ impl Entry {
             TRACE_GRAPH_RET => Entry::GraphRet(GraphRetEntry::decode(buf)?),
             TRACE_PRINT => Entry::Print(PrintEntry::decode(buf)?),
             TRACE_STACK => Entry::Stack(StackEntry::decode(buf)?),
+            TRACE_FUNC_REPEATS => Entry::FuncRepeats(FuncRepeatsEntry::decode(buf)?),
             _ => Entry::Other(ent),
         })
     }
@@ -594,6 +647,7 @@ impl Entry {
             Entry::GraphRet(e) => &e.ent,
             Entry::Print(e) => &e.ent,
             Entry::Stack(e) => &e.ent,
+            Entry::FuncRepeats(e) => &e.ent,
             Entry::Other(e) => e,
         }
     }
@@ -606,6 +660,7 @@ impl Entry {
             Entry::GraphRet(_) => GRAPH_RET_SIZE,
             Entry::Print(e) => e.encoded_len(),
             Entry::Stack(e) => e.encoded_len(),
+            Entry::FuncRepeats(_) => FuncRepeatsEntry::SIZE,
             Entry::Other(_) => TRACE_ENTRY_SIZE,
         }
     }
@@ -618,6 +673,7 @@ impl Entry {
             Entry::GraphRet(e) => e.encode(buf),
             Entry::Print(e) => e.encode(buf),
             Entry::Stack(e) => e.encode(buf),
+            Entry::FuncRepeats(e) => e.encode(buf),
             Entry::Other(e) => e.encode(buf).map(|_| TRACE_ENTRY_SIZE),
         }
     }

@@ -849,3 +849,36 @@ fn whole_trace_file_helper() {
     );
     assert!(out.ends_with("#              | |         |   |||||     |         |\n            init-1       [000] .....     0.000001: f\n"));
 }
+
+#[test]
+fn func_no_repeats_record() {
+    let (s, _) = Syms::layout(&["mutex_unlock", "rb_simple_write"]);
+    let t = Tasks::with(&[(1994, "bash")]);
+    let r = FuncRepeatsEntry {
+        ent: hdr(1994, 0, 0),
+        ip: s.addr("mutex_unlock"),
+        parent_ip: s.addr("rb_simple_write") + 8,
+        count: 3,
+        top_delta_ts: 0,
+        bottom_delta_ts: 2_000,
+    };
+    let v = Entry::FuncRepeats(r).to_vec();
+    assert_eq!(v.len(), 32);
+    assert_eq!(&v[0..2], &19u16.to_le_bytes());
+    assert_eq!(&v[24..26], &3u16.to_le_bytes());
+    let big = FuncRepeatsEntry {
+        top_delta_ts: 1,
+        bottom_delta_ts: 5,
+        ..r
+    };
+    assert_eq!(big.delta_ts(), (1 << 32) | 5);
+    let o = opts();
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![TraceRecord::new(3_082_063_032_000, v)]],
+    );
+    assert_eq!(
+        out,
+        "            bash-1994    [000] .....  3082.063032: mutex_unlock <-rb_simple_write (repeats: 3, last_ts:  3082.063030)\n"
+    );
+}

@@ -333,7 +333,7 @@ impl<'a> TraceIter<'a> {
                 print_context(&self.cfg, cpu, ts, entry.header(), out);
             }
         }
-        print_event_body(&self.cfg, entry, out);
+        print_event_body(&self.cfg, ts, entry, out);
     }
 
     /// `trace_print_lat_context()`.
@@ -409,6 +409,9 @@ impl<'a> TraceIter<'a> {
             Entry::Print(p) => {
                 let _ = write!(out, "# {:x} {}", p.ip, String::from_utf8_lossy(&p.buf));
             }
+            Entry::FuncRepeats(r) => {
+                let _ = writeln!(out, "{} {} {} {}", r.ip, r.parent_ip, r.count, r.delta_ts());
+            }
             Entry::GraphEnt(_) | Entry::GraphRet(_) => {
                 // function_graph's raw printer is the graph printer itself
                 // (print_graph_function_event); outside function_graph the
@@ -461,19 +464,31 @@ pub fn print_time(cfg: &OutputConfig<'_>, ts: u64, out: &mut String) {
     }
 }
 
+/// `print_fn_trace()`: the function and, with `print-parent`, ` <-parent`.
+fn print_fn_trace(cfg: &OutputConfig<'_>, ip: u64, parent_ip: u64, out: &mut String) {
+    let opts = cfg.options;
+    seq_print_ip_sym(out, cfg.syms, ip, opts);
+    if opts.has(TraceOption::PrintParent) && parent_ip != 0 {
+        out.push_str(" <-");
+        seq_print_ip_sym(out, cfg.syms, parent_ip, opts);
+    }
+}
+
 /// The event's own text (`event->funcs->trace`), with a trailing newline
-/// for the events whose printer adds one.
-pub fn print_event_body(cfg: &OutputConfig<'_>, entry: &Entry, out: &mut String) {
+/// for the events whose printer adds one. `ts` is the event's timestamp.
+pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mut String) {
     let opts = cfg.options;
     match entry {
         Entry::Function(f) => {
-            // print_fn_trace()
-            seq_print_ip_sym(out, cfg.syms, f.ip, opts);
-            if opts.has(TraceOption::PrintParent) && f.parent_ip != 0 {
-                out.push_str(" <-");
-                seq_print_ip_sym(out, cfg.syms, f.parent_ip, opts);
-            }
+            print_fn_trace(cfg, f.ip, f.parent_ip, out);
             out.push('\n');
+        }
+        Entry::FuncRepeats(r) => {
+            // trace_func_repeats_print()
+            print_fn_trace(cfg, r.ip, r.parent_ip, out);
+            let _ = write!(out, " (repeats: {}, last_ts:", r.count);
+            print_time(cfg, ts.wrapping_sub(r.delta_ts()), out);
+            out.push_str(")\n");
         }
         Entry::Stack(s) => {
             out.push_str("<stack trace>\n");
