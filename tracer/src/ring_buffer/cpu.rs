@@ -10,7 +10,7 @@ use super::page::{BufferPage, RB_WRITE_INTCNT, RB_WRITE_MASK};
 use super::sync::{spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::AllocError;
 
-use Ordering::{Acquire, Relaxed, Release, SeqCst};
+use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 /// Flags in the low bits of `next` (the page index is shifted left by 2).
 pub(crate) const RB_PAGE_NORMAL: usize = 0;
@@ -25,6 +25,11 @@ const READER: usize = 0;
 
 /// Bit of `record_disabled` set by `record_off` (Linux's RB_BUFFER_OFF).
 pub(crate) const RB_BUFFER_OFF: usize = 1 << 20;
+
+/// Writers in flight are counted in the low bits of `state`...
+pub(crate) const WRITERS_MASK: usize = DISABLE_UNIT - 1;
+/// ...and each `record_disable_cpu` adds this.
+pub(crate) const DISABLE_UNIT: usize = 1 << 16;
 
 /// Where a reservation lives.
 pub(crate) struct Reserved {
@@ -82,9 +87,12 @@ pub(crate) struct RingBufferPerCpu {
     write_stamp: AtomicU64,
     before_stamp: AtomicU64,
 
-    pub(crate) record_disabled: AtomicUsize,
-    /// Writers between `lock_reserve` and `unlock_commit` (nesting depth).
-    writers: AtomicUsize,
+    /// Per-CPU `record_disabled` (upper bits, in `DISABLE_UNIT`s) and the
+    /// number of writers between `lock_reserve` and `unlock_commit` (low
+    /// bits). One word, so that "a writer entered" and "recording was
+    /// disabled" are totally ordered: a writer increments and sees any
+    /// earlier disable; a disabler sees every writer that got in before it.
+    state: AtomicUsize,
     reader_lock: AtomicBool,
 }
 
@@ -159,8 +167,7 @@ impl RingBufferPerCpu {
             read_stamp: AtomicU64::new(0),
             write_stamp: AtomicU64::new(0),
             before_stamp: AtomicU64::new(0),
-            record_disabled: AtomicUsize::new(0),
-            writers: AtomicUsize::new(0),
+            state: AtomicUsize::new(0),
             reader_lock: AtomicBool::new(false),
         })
     }
@@ -236,18 +243,18 @@ impl RingBufferPerCpu {
         if len > BUF_MAX_DATA_SIZE {
             return None;
         }
-        // Announce ourselves before checking the switches, so that a resizer
-        // that disables recording and then sees `writers == 0` knows that any
-        // later writer will see the switch (a Dekker pair, both SeqCst).
-        self.writers.fetch_add(1, SeqCst);
-        if buffer_disabled.load(SeqCst) != 0 || self.record_disabled.load(SeqCst) != 0 {
-            self.writers.fetch_sub(1, SeqCst);
+        if buffer_disabled.load(Relaxed) != 0 {
+            return None;
+        }
+        // Enter, and back out if recording is disabled on this CPU.
+        if self.state.fetch_add(1, Acquire) >= DISABLE_UNIT {
+            self.state.fetch_sub(1, Release);
             return None;
         }
         match self.rb_reserve_next_event(len, ts, overwrite) {
             Some(r) => Some(r),
             None => {
-                self.writers.fetch_sub(1, SeqCst);
+                self.state.fetch_sub(1, Release);
                 None
             }
         }
@@ -258,7 +265,7 @@ impl RingBufferPerCpu {
         // rb_commit
         self.entries.fetch_add(1, Release);
         self.rb_end_commit();
-        self.writers.fetch_sub(1, SeqCst);
+        self.state.fetch_sub(1, Release);
     }
 
     /// Mutable bytes of a reservation.
@@ -870,14 +877,24 @@ impl RingBufferPerCpu {
     /// Stop recording on this CPU and wait until writers in flight are gone
     /// (Linux: record_disabled++ then synchronize_rcu()).
     pub(crate) fn disable_and_drain(&self) {
-        self.record_disabled.fetch_add(1, SeqCst);
-        while self.writers.load(SeqCst) != 0 {
+        self.state.fetch_add(DISABLE_UNIT, AcqRel);
+        while self.state.load(Acquire) & WRITERS_MASK != 0 {
             spin_loop();
         }
     }
 
+    /// `record_disable_cpu` without waiting.
+    pub(crate) fn disable(&self) {
+        self.state.fetch_add(DISABLE_UNIT, AcqRel);
+    }
+
     pub(crate) fn enable(&self) {
-        self.record_disabled.fetch_sub(1, SeqCst);
+        self.state.fetch_sub(DISABLE_UNIT, Release);
+    }
+
+    /// `record_enable_cpu`: undo one `disable`, if any.
+    pub(crate) fn enable_checked(&self) {
+        let _ = self.state.fetch_update(AcqRel, Acquire, |v| v.checked_sub(DISABLE_UNIT));
     }
 
     /// Run `f` on the page table with writers drained and the reader lock held.
@@ -1098,8 +1115,8 @@ impl RingBufferPerCpu {
             self.overrun.load(Relaxed),
             self.read.load(Relaxed),
             self.committing.load(Relaxed),
-            self.writers.load(Relaxed),
-            self.record_disabled.load(Relaxed),
+            self.state.load(Relaxed) & WRITERS_MASK,
+            self.state.load(Relaxed) / DISABLE_UNIT,
         );
         for (i, p) in pages.iter().enumerate() {
             let n = p.next.load(Relaxed);

@@ -323,14 +323,14 @@ impl RingBuffer {
     /// `ring_buffer_record_disable_cpu`.
     pub fn record_disable_cpu(&self, cpu: usize) {
         if let Some(c) = self.cpu(cpu) {
-            c.record_disabled.fetch_add(1, Ordering::SeqCst);
+            c.disable();
         }
     }
 
     /// `ring_buffer_record_enable_cpu`.
     pub fn record_enable_cpu(&self, cpu: usize) {
         if let Some(c) = self.cpu(cpu) {
-            let _ = c.record_disabled.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1));
+            c.enable_checked();
         }
     }
 
