@@ -10,5 +10,6 @@ pub mod error;
 pub mod kallsyms;
 pub mod names;
 pub mod recordmcount;
+pub mod tracedat;
 
 pub use error::{Error, Result};

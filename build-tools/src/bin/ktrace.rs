@@ -1,0 +1,332 @@
+//! ktrace: trace-cmd for the kernel under QEMU.
+//!
+//!     ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVENT]...
+//!                   [-b KB] [--smp N] [-o FILE] [-v] -- 'SHELL LINE' ['SHELL LINE'...]
+//!     ktrace extract [-o FILE] [--smp N] [-v] -- 'SHELL LINE'...
+//!     ktrace extract [-o FILE] -i CAPTURE
+//!     ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
+//!
+//! `record` boots the kernel (`qemu.sh`, COM2 captured to a file), sets the
+//! tracer and filters as `trace-cmd record` does through tracefs, runs each
+//! shell line, stops tracing, runs `trace-export` and powers off; the frames
+//! on COM2 are checked (CRC, sequence, totals) and become a trace.dat v6.
+//! `extract` does the same without touching the tracing setup: the lines
+//! given set up and run tracing themselves; or `-i` converts a COM2 capture
+//! of a QEMU you ran yourself (`./qemu.sh -- -serial file:com2.bin`, then
+//! `trace-export` in its shell). `report` prints a trace.dat like
+//! `trace-cmd report`. A transfer that is corrupt or incomplete is reported
+//! with exit status 1 and no file is written. Usage errors exit with 2.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use build_tools::tracedat::dat::TraceDat;
+use build_tools::tracedat::frame::decode_stream;
+use build_tools::tracedat::report::{report, ReportOptions};
+use build_tools::tracedat::session::{error_lines, Session};
+use build_tools::tracedat::trace_dat_from_transfer;
+use build_tools::{Error, Result};
+
+const USAGE: &str = "\
+usage: ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVENT]...
+                     [-b KB] [--smp N] [-o FILE] [-v] -- 'SHELL LINE' ['SHELL LINE'...]
+       ktrace extract [-o FILE] [--smp N] [-v] -- 'SHELL LINE'...
+       ktrace extract [-o FILE] -i CAPTURE
+       ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
+Each SHELL LINE is one line typed into the kernel's shell (no `;`).
+Output defaults to trace.dat.";
+
+/// How long one shell line may run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+enum Failure {
+    Usage(String),
+    Run(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Run(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("record") => record(&args[1..], true),
+        Some("extract") => record(&args[1..], false),
+        Some("report") => report_cmd(&args[1..]),
+        Some("-h") | Some("--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        _ => Err(Failure::Usage("missing or unknown command".into())),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("ktrace: {msg}\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(e)) => {
+            eprintln!("ktrace: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[derive(Default)]
+struct RecordArgs {
+    tracer: Option<String>,
+    filters: Vec<String>,
+    notrace: Vec<String>,
+    graph: Vec<String>,
+    events: Vec<String>,
+    buffer_kb: Option<u64>,
+    smp: u32,
+    output: PathBuf,
+    input: Option<PathBuf>,
+    verbose: bool,
+    lines: Vec<String>,
+}
+
+fn parse_record(args: &[String], record: bool) -> std::result::Result<RecordArgs, Failure> {
+    let mut a = RecordArgs {
+        smp: 4,
+        output: PathBuf::from("trace.dat"),
+        ..Default::default()
+    };
+    let mut i = 0;
+    let value = |i: &mut usize, opt: &str| -> std::result::Result<String, Failure> {
+        *i += 1;
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| Failure::Usage(format!("{opt} needs a value")))
+    };
+    while i < args.len() {
+        let opt = args[i].as_str();
+        match opt {
+            "--" => {
+                for l in &args[i + 1..] {
+                    a.lines.extend(
+                        l.lines()
+                            .map(str::to_string)
+                            .filter(|l| !l.trim().is_empty()),
+                    );
+                }
+                break;
+            }
+            "-o" => a.output = PathBuf::from(value(&mut i, opt)?),
+            "--smp" => {
+                let v = value(&mut i, opt)?;
+                a.smp = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=64).contains(&n))
+                    .ok_or_else(|| Failure::Usage(format!("bad --smp {v}")))?;
+            }
+            "-v" => a.verbose = true,
+            "-i" if !record => a.input = Some(PathBuf::from(value(&mut i, opt)?)),
+            "-p" if record => a.tracer = Some(value(&mut i, opt)?),
+            "-l" if record => a.filters.push(value(&mut i, opt)?),
+            "-n" if record => a.notrace.push(value(&mut i, opt)?),
+            "-g" if record => a.graph.push(value(&mut i, opt)?),
+            "-e" if record => a.events.push(value(&mut i, opt)?),
+            "-b" if record => {
+                let v = value(&mut i, opt)?;
+                a.buffer_kb = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| Failure::Usage(format!("bad -b {v}")))?,
+                );
+            }
+            _ => return Err(Failure::Usage(format!("unknown option {opt}"))),
+        }
+        i += 1;
+    }
+    if record && a.tracer.is_none() && a.events.is_empty() {
+        return Err(Failure::Usage("record needs -p TRACER or -e EVENT".into()));
+    }
+    if a.input.is_some() && !a.lines.is_empty() {
+        return Err(Failure::Usage(
+            "extract takes -i CAPTURE or shell lines, not both".into(),
+        ));
+    }
+    Ok(a)
+}
+
+/// Runs `line` and fails if the shell or the command reported an error.
+fn run_checked(s: &mut Session, line: &str) -> Result<String> {
+    let out = s.run(line, COMMAND_TIMEOUT)?;
+    let errors = error_lines(&out);
+    if !errors.is_empty() {
+        return Err(Error::new(format!(
+            "`{line}` failed: {}",
+            errors.join(" / ")
+        )));
+    }
+    Ok(out)
+}
+
+/// The tracefs writes `trace-cmd record` makes, in its order: stop,
+/// buffer size, filters, events, tracer, clear, start.
+fn setup_lines(a: &RecordArgs) -> Vec<String> {
+    let mut l = vec!["echo 0 > /tracing/tracing_on".to_string()];
+    if let Some(kb) = a.buffer_kb {
+        l.push(format!("echo {kb} > /tracing/buffer_size_kb"));
+    }
+    for f in &a.filters {
+        l.push(format!("echo '{f}' >> /tracing/set_ftrace_filter"));
+    }
+    for f in &a.notrace {
+        l.push(format!("echo '{f}' >> /tracing/set_ftrace_notrace"));
+    }
+    for f in &a.graph {
+        l.push(format!("echo '{f}' >> /tracing/set_graph_function"));
+    }
+    for e in &a.events {
+        let path = e.replace(':', "/");
+        l.push(format!("echo 1 > /tracing/events/{path}/enable"));
+    }
+    if let Some(t) = &a.tracer {
+        l.push(format!("echo {t} > /tracing/current_tracer"));
+    }
+    l.push("echo > /tracing/trace".to_string());
+    l.push("echo 1 > /tracing/tracing_on".to_string());
+    l
+}
+
+fn record(args: &[String], record: bool) -> std::result::Result<(), Failure> {
+    let a = parse_record(args, record)?;
+    let capture = match &a.input {
+        Some(path) => {
+            std::fs::read(path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?
+        }
+        None => {
+            let com2 = std::env::temp_dir().join(format!("ktrace-com2-{}.bin", std::process::id()));
+            let _ = std::fs::remove_file(&com2);
+            let result = run_kernel(&a, record, &com2);
+            let bytes = std::fs::read(&com2).unwrap_or_default();
+            let _ = std::fs::remove_file(&com2);
+            result?;
+            bytes
+        }
+    };
+    let transfers =
+        decode_stream(&capture).map_err(|e| Error::new(format!("export channel: {e}")))?;
+    let t = transfers
+        .last()
+        .ok_or_else(|| Error::new("the capture holds no transfer"))?;
+    if transfers.len() > 1 {
+        eprintln!(
+            "ktrace: the capture holds {} transfers; using the last one",
+            transfers.len()
+        );
+    }
+    let dat = trace_dat_from_transfer(t).map_err(|e| Error::new(e.to_string()))?;
+    write_atomically(&a.output, &dat)?;
+    let pages: Vec<String> = dat
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(cpu, d)| format!("cpu{cpu}: {} pages", d.len() / dat.page_size as usize))
+        .collect();
+    eprintln!(
+        "ktrace: wrote {} ({})",
+        a.output.display(),
+        pages.join(", ")
+    );
+    Ok(())
+}
+
+fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
+    let mut s = Session::boot(a.smp, com2, &[], a.verbose)?;
+    let mut lines = if record { setup_lines(a) } else { Vec::new() };
+    let user_start = lines.len();
+    lines.extend(a.lines.iter().cloned());
+    for (i, line) in lines.iter().enumerate() {
+        let out = if i < user_start {
+            run_checked(&mut s, line)?
+        } else {
+            s.run(line, COMMAND_TIMEOUT)?
+        };
+        if i >= user_start && !a.verbose {
+            eprint!("{out}");
+        }
+    }
+    if record {
+        run_checked(&mut s, "echo 0 > /tracing/tracing_on")?;
+    }
+    let summary = run_checked(&mut s, "trace-export")?;
+    eprint!("{summary}");
+    let status = s.poweroff(Duration::from_secs(60))?;
+    if status != 0 {
+        return Err(Error::new(format!(
+            "the kernel exited with status {status}"
+        )));
+    }
+    Ok(())
+}
+
+/// Writes the file under a temporary name and renames it, so a failure
+/// never leaves a partial trace.dat behind.
+fn write_atomically(path: &Path, dat: &TraceDat) -> Result<()> {
+    let bytes = dat.to_bytes().map_err(|e| Error::new(e.to_string()))?;
+    let tmp = path.with_extension("dat.partial");
+    std::fs::write(&tmp, &bytes).map_err(|e| Error::new(format!("{}: {e}", tmp.display())))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::new(format!("{}: {e}", path.display())))
+}
+
+fn report_cmd(args: &[String]) -> std::result::Result<(), Failure> {
+    let mut input = PathBuf::from("trace.dat");
+    let mut opts = ReportOptions::default();
+    let mut i = 0;
+    while i < args.len() {
+        let opt = args[i].as_str();
+        let mut value = || {
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| Failure::Usage(format!("{opt} needs a value")))
+        };
+        match opt {
+            "-i" => input = PathBuf::from(value()?),
+            "--cpu" => {
+                let v = value()?;
+                for c in v.split(',') {
+                    opts.cpus.push(
+                        c.parse()
+                            .map_err(|_| Failure::Usage(format!("bad --cpu {v}")))?,
+                    );
+                }
+            }
+            "-F" => opts
+                .events
+                .extend(value()?.split(',').map(|s| s.trim().to_string())),
+            "-O" => match value()?.as_str() {
+                "parent=1" | "parent" => opts.parent = true,
+                "parent=0" => opts.parent = false,
+                o => {
+                    return Err(Failure::Usage(format!(
+                        "unsupported -O {o} (only parent=0/1)"
+                    )))
+                }
+            },
+            f if !f.starts_with('-') => input = PathBuf::from(f),
+            _ => return Err(Failure::Usage(format!("unknown option {opt}"))),
+        }
+        i += 1;
+    }
+    let bytes =
+        std::fs::read(&input).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
+    let dat =
+        TraceDat::parse(&bytes).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
+    let text = report(&dat, &opts).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error.
+    let _ = out.write_all(text.as_bytes());
+    Ok(())
+}

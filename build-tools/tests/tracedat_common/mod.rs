@@ -1,0 +1,190 @@
+//! A hand-made trace for the trace.dat tests: two CPUs, the function,
+//! funcgraph and print events with Linux's binary layouts (tracer::entry),
+//! the kernel's format texts (tracer::events), a small kallsyms and the
+//! saved_cmdlines, as `trace-export` would send them.
+#![allow(dead_code)]
+
+use build_tools::tracedat::frame::Transfer;
+use build_tools::tracedat::pages::PageWriter;
+use tracer::entry::{FtraceEntry, GraphEntEntry, GraphRetEntry, PrintEntry, TraceEntry};
+use tracer::events;
+
+pub const BASE: u64 = 0xffff_ffff_8000_0000;
+/// (offset from BASE, name); each function ends where the next begins.
+pub const SYMS: &[(u64, &str)] = &[
+    (0x1000, "kernel_main"),
+    (0x1100, "do_work"),
+    (0x1200, "helper_a"),
+    (0x1300, "helper_b"),
+    (0x1400, "leaf_c"),
+    (0x1500, "tracing_mark_write"),
+    (0x1600, "worker_loop"),
+    (0x1700, "_etext"),
+];
+
+pub fn addr(name: &str) -> u64 {
+    BASE + SYMS.iter().find(|s| s.1 == name).expect("known symbol").0
+}
+
+fn ent(pid: i32) -> TraceEntry {
+    TraceEntry {
+        type_: 0,
+        flags: 0,
+        preempt_count: 0,
+        pid,
+    }
+}
+
+pub fn function(pid: i32, ip: &str, parent: &str) -> Vec<u8> {
+    let mut b = vec![0u8; FtraceEntry::SIZE];
+    FtraceEntry {
+        ent: ent(pid),
+        ip: addr(ip) + 4,
+        parent_ip: addr(parent) + 0x20,
+    }
+    .encode(&mut b)
+    .unwrap();
+    b
+}
+
+pub fn graph_ent(pid: i32, func: &str, depth: i32) -> Vec<u8> {
+    let mut b = vec![0u8; GraphEntEntry::SIZE];
+    GraphEntEntry {
+        ent: ent(pid),
+        func: addr(func),
+        depth,
+    }
+    .encode(&mut b)
+    .unwrap();
+    b
+}
+
+pub fn graph_ret(pid: i32, func: &str, depth: i32, calltime: u64, rettime: u64) -> Vec<u8> {
+    let mut b = vec![0u8; GraphRetEntry::SIZE];
+    GraphRetEntry {
+        ent: ent(pid),
+        func: addr(func),
+        depth,
+        overrun: 0,
+        calltime,
+        rettime,
+    }
+    .encode(&mut b)
+    .unwrap();
+    b
+}
+
+pub fn print(pid: i32, text: &str) -> Vec<u8> {
+    let p = PrintEntry::marker(ent(pid), addr("tracing_mark_write"), text.as_bytes());
+    let mut b = vec![0u8; p.encoded_len()];
+    p.encode(&mut b).unwrap();
+    b
+}
+
+/// The kallsyms text, one `addr T name` line per symbol.
+pub fn kallsyms() -> String {
+    SYMS.iter()
+        .map(|(off, name)| format!("{:016x} T {}\n", BASE + off, name))
+        .collect()
+}
+
+/// The events of the sample: (cpu, ts in ns, payload). Covers a nested
+/// function_graph call tree with a leaf, a long print (> 112 bytes, the
+/// long event form), a 3 s gap (TIME_EXTEND) and enough events on CPU 1 to
+/// fill several pages.
+pub fn events() -> Vec<(usize, u64, Vec<u8>)> {
+    let t0 = 5_000_000_000u64;
+    let mut ev = vec![
+        (0, t0, function(1, "do_work", "kernel_main")),
+        (1, t0 + 100, function(42, "worker_loop", "kernel_main")),
+        (0, t0 + 1000, graph_ent(1, "do_work", 0)),
+        (0, t0 + 1500, graph_ent(1, "helper_a", 1)),
+        (0, t0 + 2200, graph_ret(1, "helper_a", 1, t0 + 1500, t0 + 2200)),
+        (0, t0 + 2500, graph_ent(1, "helper_b", 1)),
+        (0, t0 + 2600, graph_ent(1, "leaf_c", 2)),
+        (0, t0 + 3300, graph_ret(1, "leaf_c", 2, t0 + 2600, t0 + 3300)),
+        (0, t0 + 4200, graph_ret(1, "helper_b", 1, t0 + 2500, t0 + 4200)),
+        (0, t0 + 4700, graph_ret(1, "do_work", 0, t0 + 1000, t0 + 4700)),
+        (0, t0 + 5000, print(1, "hello from cpu0")),
+        (0, t0 + 6000, print(1, &"a long marker text, longer than one hundred and twelve bytes so that it needs the long event form ".repeat(2))),
+    ];
+    // Leaf calls with durations around every overhead mark and beyond 7
+    // digits of µs, tasks without a cmdline (pid 77) and the idle task.
+    let durations = [
+        999u64,
+        10_000,
+        10_001,
+        100_001,
+        1_000_001,
+        1_000_000_001,
+        12_345_678_901_234,
+    ];
+    for (i, d) in durations.iter().enumerate() {
+        let t = t0 + 7000 + i as u64 * 200;
+        let pid = [1, 77, 0][i % 3];
+        ev.push((0, t, graph_ent(pid, "leaf_c", 1)));
+        ev.push((0, t + 100, graph_ret(pid, "leaf_c", 1, t, t + d)));
+    }
+    // An entry whose exit is not the next record (CPU 1 has one between).
+    ev.push((0, t0 + 9000, graph_ent(1, "helper_a", 0)));
+    ev.push((1, t0 + 9100, function(42, "helper_b", "worker_loop")));
+    ev.push((
+        0,
+        t0 + 9200,
+        graph_ret(1, "helper_a", 0, t0 + 9000, t0 + 9200),
+    ));
+    // Rounding of the printed time at a second boundary.
+    ev.push((0, 7_999_999_600, print(1, "rounding")));
+    for i in 0..400u64 {
+        ev.push((
+            1,
+            t0 + 10_000 + i * 2000,
+            function(42, "leaf_c", "worker_loop"),
+        ));
+    }
+    ev.push((
+        1,
+        t0 + 3_000_000_000 + 800_000,
+        print(42, "cpu1 after a 3 s gap"),
+    ));
+    ev.sort_by_key(|e| (e.0, e.1));
+    ev
+}
+
+/// The transfer `trace-export` would send for [`events`].
+pub fn transfer() -> Transfer {
+    let mut writers = [PageWriter::new(4096), PageWriter::new(4096)];
+    for (cpu, ts, data) in events() {
+        writers[cpu].push(ts, &data);
+    }
+    let mut t = Transfer {
+        nr_cpus: 2,
+        page_size: 4096,
+        long_size: 8,
+        uname: "ktrace 0.1.0 x86_64".into(),
+        ..Default::default()
+    };
+    t.files.insert(
+        "events/header_page".into(),
+        events::header_page(4080).into_bytes(),
+    );
+    t.files.insert(
+        "events/header_event".into(),
+        events::header_event().into_bytes(),
+    );
+    for e in events::FTRACE_EVENTS {
+        t.files.insert(
+            format!("events/ftrace/{}/format", e.name),
+            e.format_file().into_bytes(),
+        );
+        t.files.insert(
+            format!("events/ftrace/{}/id", e.name),
+            format!("{}\n", e.id).into_bytes(),
+        );
+    }
+    t.files.insert("kallsyms".into(), kallsyms().into_bytes());
+    t.files
+        .insert("saved_cmdlines".into(), b"1 init\n42 worker\n".to_vec());
+    t.pages = writers.iter().map(|w| w.pages().to_vec()).collect();
+    t
+}
