@@ -33,6 +33,8 @@ pub(crate) const DISABLE_UNIT: usize = 1 << 16;
 
 /// Where a reservation lives.
 pub(crate) struct Reserved {
+    /// The time stamp the event got (the caller's, unless clamped).
+    pub(crate) ts: u64,
     pub(crate) page: usize,
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -308,6 +310,10 @@ impl RingBufferPerCpu {
         let before = self.before_stamp.load(Relaxed);
         let after = self.write_stamp.load(Relaxed);
 
+        // A clock that goes backwards (or an interrupt that reserved before
+        // us with a later time) is clamped, so that times on a CPU never
+        // decrease: `ts` becomes the time the event really gets.
+        let ts = if before == after { ts.max(after) } else { ts };
         // (is TIME_STAMP, value) of a time event to put in front, if any.
         let mut time: Option<(bool, u64)> = None;
         let mut delta = 0u64;
@@ -317,8 +323,7 @@ impl RingBufferPerCpu {
                 // the time of the event before ours, so write an absolute one.
                 time = Some((true, ts));
             } else {
-                // Caller clocks that go backwards are clamped.
-                delta = ts.saturating_sub(after);
+                delta = ts - after;
                 if delta > TS_MASK {
                     time = Some((false, delta));
                     delta = 0;
@@ -337,6 +342,8 @@ impl RingBufferPerCpu {
         }
 
         self.before_stamp.store(ts, Relaxed);
+        #[cfg(all(test, not(loom)))]
+        test_hook::fire("before_cas");
         if tail_page.write.compare_exchange(wv, wv + total, SeqCst, Relaxed).is_err() {
             // An interrupt reserved meanwhile: start again.
             return Step::Again;
@@ -366,8 +373,10 @@ impl RingBufferPerCpu {
             }
             tail_page.zero(data_start, off + length - data_start);
         }
+        #[cfg(all(test, not(loom)))]
+        test_hook::fire("before_write_stamp");
         self.write_stamp.store(ts, Relaxed);
-        Step::Done(Reserved { page: tail_idx, offset: data_start, len })
+        Step::Done(Reserved { ts, page: tail_idx, offset: data_start, len })
     }
 
     /// `rb_move_tail`: the event did not fit on the tail page.
@@ -993,18 +1002,21 @@ impl RingBufferPerCpu {
             let keep_data = &order[drop_data..data_pages];
             let free = &order[data_pages..];
             // Move pages out of the old table by index.
+            // (Each index appears once in `order`, and the reader page is not
+            // in it, so every `take` finds its page.)
             let mut slots: Vec<Option<BufferPage>> = core::mem::take(pages).into_iter().map(Some).collect();
-            table.push(slots[reader].take().expect("reader page"));
+            table.extend(slots[reader].take());
             for &d in keep_data {
-                table.push(slots[d].take().expect("data page"));
+                table.extend(slots[d].take());
             }
             for &f in free {
                 if table.len() == nr + 1 {
                     break;
                 }
-                let pg = slots[f].take().expect("free page");
-                pg.reset();
-                table.push(pg);
+                if let Some(pg) = slots[f].take() {
+                    pg.reset();
+                    table.push(pg);
+                }
             }
             for pg in fresh {
                 if table.len() == nr + 1 {
@@ -1016,7 +1028,7 @@ impl RingBufferPerCpu {
             // (then the head is the page after the tail, as after a reset).
             link_ring(&table);
             let nd = keep_data.len();
-            s.nr_pages.store(nr, Relaxed);
+            s.nr_pages.store(table.len() - 1, Relaxed);
             s.reader_page.store(READER, Relaxed);
             if nd == 0 {
                 // Tail (and commit) stay on the reader page; head = 1.
@@ -1135,5 +1147,40 @@ impl RingBufferPerCpu {
             );
         }
         s
+    }
+}
+
+/// Unit tests can run an "interrupt" (a nested write on the same thread) at
+/// named points inside `lock_reserve`.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod test_hook {
+    use std::boxed::Box;
+    use std::cell::RefCell;
+
+    type Hook = Box<dyn FnMut(&str)>;
+
+    std::thread_local! {
+        pub(crate) static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Run the hook (not re-entrantly: it is taken out while it runs).
+    pub(crate) fn fire(point: &str) {
+        if let Some(mut f) = HOOK.with(|h| h.borrow_mut().take()) {
+            f(point);
+            HOOK.with(|h| {
+                let mut h = h.borrow_mut();
+                if h.is_none() {
+                    *h = Some(f);
+                }
+            });
+        }
+    }
+
+    pub(crate) fn set(f: impl FnMut(&str) + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    pub(crate) fn clear() {
+        HOOK.with(|h| *h.borrow_mut() = None);
     }
 }

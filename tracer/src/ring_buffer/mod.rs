@@ -183,7 +183,6 @@ pub struct RingBuffer {
 pub struct Reservation<'a> {
     cpu: &'a RingBufferPerCpu,
     r: Reserved,
-    ts: u64,
 }
 
 impl Reservation<'_> {
@@ -195,9 +194,10 @@ impl Reservation<'_> {
         unsafe { self.cpu.reserved_mut(&self.r) }
     }
 
-    /// The time stamp the event was reserved with.
+    /// The time stamp the event got: the caller's, or the previous event's
+    /// if the caller's clock went backwards (times on a CPU never decrease).
     pub fn ts(&self) -> u64 {
-        self.ts
+        self.r.ts
     }
 }
 
@@ -348,7 +348,7 @@ impl RingBuffer {
     pub unsafe fn lock_reserve(&self, cpu: usize, len: usize, ts: u64) -> Option<Reservation<'_>> {
         let c = self.cpu(cpu)?;
         let r = c.lock_reserve(len, ts, self.overwrite(), &self.record_disabled)?;
-        Some(Reservation { cpu: c, r, ts })
+        Some(Reservation { cpu: c, r })
     }
 
     /// `ring_buffer_unlock_commit`.
@@ -583,5 +583,76 @@ impl Iterator for RingBufferIter<'_> {
 impl Drop for RingBufferIter<'_> {
     fn drop(&mut self) {
         self.cpu.enable();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::cpu::test_hook;
+    use super::*;
+    use alloc::sync::Arc;
+    use core::cell::Cell;
+
+    /// Run `outer` with an "interrupt" that writes `inner_ts` at `point`
+    /// inside the outer reserve; return (ts, first byte) of all events and
+    /// the kinds of the entries on the page.
+    fn nested_at(point: &'static str) -> (Vec<(u64, u8)>, Vec<EventKind>) {
+        let rb = Arc::new(RingBuffer::new(1, 4 * 4080).unwrap());
+        // SAFETY (all writes): one thread; the hook nests like an interrupt.
+        unsafe {
+            assert!(rb.write(0, 100, &[0; 8]));
+        }
+        let fired = Rc::new(Cell::new(false));
+        {
+            let (rb, fired) = (rb.clone(), fired.clone());
+            test_hook::set(move |p| {
+                if p == point && !fired.get() {
+                    fired.set(true);
+                    assert!(unsafe { rb.write(0, 150, &[2; 8]) });
+                }
+            });
+        }
+        unsafe {
+            assert!(rb.write(0, 120, &[1; 8]));
+        }
+        test_hook::clear();
+        assert!(fired.get());
+        unsafe {
+            assert!(rb.write(0, 200, &[3; 8]));
+        }
+        let mut page = alloc::boxed::Box::new([0u8; PAGE_SIZE]);
+        rb.read_page(0, &mut page).unwrap();
+        let mut evs = Vec::new();
+        let mut kinds = Vec::new();
+        for e in decode_page(&page[..]).unwrap() {
+            let e = e.unwrap();
+            kinds.push(e.kind);
+            if e.kind == EventKind::Data {
+                evs.push((e.ts, e.payload[0]));
+            }
+        }
+        (evs, kinds)
+    }
+
+    use alloc::rc::Rc;
+    use EventKind::{Data, TimeStamp};
+
+    #[test]
+    fn interrupt_after_reserve_gets_absolute_time_stamp() {
+        // The interrupt comes after the outer event is reserved but before
+        // the writer recorded its time: it cannot use a delta, so it writes
+        // a TIME_STAMP; so does the next event (the stamps disagree).
+        let (evs, kinds) = nested_at("before_write_stamp");
+        assert_eq!(evs, vec![(100, 0), (120, 1), (150, 2), (200, 3)]);
+        assert_eq!(kinds, vec![Data, Data, TimeStamp, Data, TimeStamp, Data]);
+    }
+
+    #[test]
+    fn interrupt_before_reserve_goes_first() {
+        // The interrupt reserves first; the outer event retries after it
+        // and, its time being older than the interrupt's, gets delta 0.
+        let (evs, kinds) = nested_at("before_cas");
+        assert_eq!(evs, vec![(100, 0), (150, 2), (150, 1), (200, 3)]);
+        assert_eq!(kinds, vec![Data, TimeStamp, Data, Data, Data]);
     }
 }
