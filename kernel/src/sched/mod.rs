@@ -132,6 +132,7 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: 
     let task = Arc::new(Task::new(pid, name, Some(alloc::boxed::Box::new(f)), cpu.is_some()));
     let target = cpu.filter(|&c| c < arch::nr_cpus()).unwrap_or_else(least_loaded_cpu);
     task.cpu.store(target, Ordering::Relaxed);
+    crate::trace::trace::trace_save_cmdline(pid, task.comm());
     arch::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
     wake_up(&task);
     JoinHandle { task }
@@ -299,6 +300,7 @@ pub fn timer_tick() {
     let cpu = arch::cpu_id();
     if cpu == 0 {
         wake_sleepers();
+        crate::trace::trace::trace_wakeup_tick();
     }
     let ticks = TICKS[cpu].fetch_add(1, Ordering::Relaxed) + 1;
     let idle = IDLE[cpu].load(Ordering::Relaxed) == percpu::this_cpu().current.load(Ordering::Relaxed);

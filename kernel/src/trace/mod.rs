@@ -1,16 +1,23 @@
 //! The kernel side of ftrace (Linux: kernel/trace/): the call-site records
-//! and code patching (`ftrace`), the tracefs files, and the glue between the
+//! and code patching (`ftrace`), the trace array and its ring buffer
+//! (`trace`), the tracers, the tracefs files, and the glue between the
 //! tracer logic in the `tracer` crate and this kernel.
 pub mod control;
 pub mod ftrace;
+pub mod functions;
 pub mod ksyms;
+pub mod trace;
 
-/// Creates the tracefs files (Linux: tracer_init_tracefs). Runs once at boot,
-/// after ftrace_init and before the shell.
+/// Creates the trace array and the tracefs files (Linux: tracer_init_tracefs).
+/// Runs once at boot, after ftrace_init and SMP start-up, before the shell.
 pub fn init() {
     control::init();
+    trace::init();
     let root = crate::fs::tracefs::root();
-    if let Err(e) = ftrace::init_tracefs(&root) {
+    let result = ftrace::init_tracefs(&root)
+        .and_then(|_| trace::init_options_files(&root))
+        .and_then(|_| functions::init(&root));
+    if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }
 }

@@ -1,4 +1,5 @@
-//! The 16550 UART behind COM1 (Linux: drivers/tty/serial/8250).
+//! The 16550 UART behind COM1 (the console) and COM2 (trace export)
+//! (Linux: drivers/tty/serial/8250).
 use ::x86_64::instructions::port::Port;
 
 pub struct SerialPort {
@@ -16,7 +17,7 @@ impl SerialPort {
 
     /// 115200 baud, 8N1, FIFOs on, interrupt on received data.
     pub fn init(&mut self) {
-        // SAFETY: COM1's registers are I/O ports owned by this driver.
+        // SAFETY: this UART's registers are I/O ports owned by this driver.
         unsafe {
             self.port(1).write(0x00); // interrupts off while configuring
             self.port(3).write(0x80); // DLAB on: divisor follows
@@ -28,6 +29,19 @@ impl SerialPort {
             self.port(2).write(0x00);
             self.port(4).write(0x0b); // DTR, RTS, OUT2 (IRQ line enabled)
             self.port(1).write(0x01); // interrupt when data arrives
+        }
+    }
+
+    /// True if a UART answers at this address: its scratch register (offset
+    /// 7) keeps what was written. Without a second `-serial`, QEMU has no
+    /// COM2 and the port reads 0xff.
+    pub fn probe(&mut self) -> bool {
+        // SAFETY: as in init; the scratch register has no side effects.
+        unsafe {
+            self.port(7).write(0x5a);
+            let a = self.port(7).read();
+            self.port(7).write(0xa5);
+            a == 0x5a && self.port(7).read() == 0xa5
         }
     }
 

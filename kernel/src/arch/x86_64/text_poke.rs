@@ -182,19 +182,42 @@ pub fn poke_int3_handler(regs: &mut PtRegs) -> bool {
         // SAFETY: non-null and kept alive while BATCH_REFS > 0.
         let sites = unsafe { &*batch };
         let ip = regs.rip - 1;
-        match sites.binary_search_by_key(&ip, |s| s.addr) {
-            Ok(i) => {
-                emulate(regs, ip, sites[i].emulate);
+        match find_site(sites, ip) {
+            Some(site) => {
+                emulate(regs, ip, site.emulate);
                 INT3_HITS.fetch_add(1, Ordering::Relaxed);
                 true
             }
-            Err(_) => false,
+            None => false,
         }
     };
     BATCH_REFS.fetch_sub(1, Ordering::SeqCst);
     handled
 }
 
+/// Binary search written out by hand: the int3 handler runs on the
+/// breakpoint's own stack and must not call any traceable code (a generic
+/// helper such as `slice::binary_search` is compiled, and instrumented, in
+/// this crate), or a second int3 would land on the same stack.
+#[inline(always)]
+fn find_site(sites: &[PokeSite], ip: u64) -> Option<&PokeSite> {
+    let (mut lo, mut hi) = (0, sites.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let s = sites.get(mid)?;
+        if s.addr == ip {
+            return Some(s);
+        }
+        if s.addr < ip {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    None
+}
+
+#[inline(always)]
 fn emulate(regs: &mut PtRegs, ip: u64, what: Emulate) {
     match what {
         Emulate::Call(target) => {

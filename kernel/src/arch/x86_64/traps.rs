@@ -98,19 +98,35 @@ extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
     }
 }
 
+/// Breakpoints being handled on this CPU: the int3 handler runs on its own
+/// IST stack, so a second int3 inside it would overwrite the first's frame.
+static BP_NESTING: [core::sync::atomic::AtomicU32; super::percpu::MAX_CPUS] =
+    [const { core::sync::atomic::AtomicU32::new(0) }; super::percpu::MAX_CPUS];
+
 fn exception(regs: &mut PtRegs) {
     let vector = regs.vector as usize;
     if vector == 3 {
-        let hook = INT3_HOOK.load(Ordering::Acquire);
-        if hook != 0 {
-            // SAFETY: only `set_int3_hook` stores here, always a valid fn pointer.
-            let hook: fn(&mut PtRegs) -> bool = unsafe { core::mem::transmute(hook) };
-            if hook(regs) {
-                return;
-            }
+        let nesting = &BP_NESTING[super::cpu_id()];
+        if nesting.fetch_add(1, Ordering::Relaxed) != 0 {
+            die("int3 inside the int3 handler (a traced function on the breakpoint path)", regs);
+        }
+        let handled = int3(regs);
+        nesting.fetch_sub(1, Ordering::Relaxed);
+        if handled {
+            return;
         }
     }
     die(EXCEPTION_NAMES[vector], regs);
+}
+
+fn int3(regs: &mut PtRegs) -> bool {
+    let hook = INT3_HOOK.load(Ordering::Acquire);
+    if hook == 0 {
+        return false;
+    }
+    // SAFETY: only `set_int3_hook` stores here, always a valid fn pointer.
+    let hook: fn(&mut PtRegs) -> bool = unsafe { core::mem::transmute(hook) };
+    hook(regs)
 }
 
 static DYING: AtomicBool = AtomicBool::new(false);

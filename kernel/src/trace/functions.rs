@@ -1,0 +1,336 @@
+//! The function tracer and the files that choose what it traces
+//! (Linux: kernel/trace/trace_functions.c, and ftrace.c's set_ftrace_* files).
+//!
+//! `echo function > current_tracer` registers [`FUNCTION_OPS`]; from then on
+//! every enabled call site calls [`function_trace_call`], which records a
+//! TRACE_FN event `{ip, parent_ip}` in this CPU's ring buffer.
+//! `set_ftrace_filter` and `set_ftrace_notrace` decide which sites are enabled
+//! (globs, `!`, `>`/`>>`, probes such as `func:traceoff`), and
+//! `set_ftrace_pid` which tasks are recorded. A write is parsed into a copy of
+//! the filter; the copy replaces the filter when the file is closed, and only
+//! if every write succeeded: a bad write changes nothing.
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use spin::{Lazy, Mutex};
+use tracer::entry::{FtraceEntry, StackEntry, TRACE_FN, TRACE_STACK};
+use tracer::filter::{FtraceFilter, FuncNames, PidFilter, RegexFile};
+use tracer::options::func_flags;
+use tracer::options::Tracer as TracerKind;
+
+use super::control::{self, Tracer};
+use super::ftrace::{self, recursion, FtraceOps};
+use super::trace::{global_trace, trace_buffer_write, trace_entry, tracing_gen_ctx_dec};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::{Errno, OpenFile, OpenFlags};
+
+/// The function tracer's ops (Linux: tr->ops with function_trace_call).
+pub static FUNCTION_OPS: FtraceOps = FtraceOps::new("function", function_trace_call);
+/// The probes of set_ftrace_filter (`func:traceoff` ...), active whatever
+/// the current tracer (Linux: the probe ops of register_ftrace_function_probe).
+static PROBE_OPS: FtraceOps = FtraceOps::new("probes", function_probe_call);
+
+/// The filter shared by the function tracers (Linux: global_ops' hashes).
+pub static FILTER: Lazy<Mutex<FtraceFilter>> = Lazy::new(|| Mutex::new(FtraceFilter::new()));
+static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::new()));
+/// The pids of set_ftrace_pid, read without a lock by the callback.
+const MAX_PIDS: usize = 32;
+static PIDS: [AtomicU32; MAX_PIDS] = [const { AtomicU32::new(u32::MAX) }; MAX_PIDS];
+static PID_FILTER_ON: AtomicBool = AtomicBool::new(false);
+static FUNCTION_ACTIVE: AtomicBool = AtomicBool::new(false);
+/// The func_stack_trace option, mirrored for the callback.
+static STACK_TRACE: AtomicBool = AtomicBool::new(false);
+
+/// Function names in record order, for the filter parser.
+pub struct RecordNames;
+
+impl FuncNames for RecordNames {
+    fn count(&self) -> usize {
+        ftrace::records().len()
+    }
+    fn name(&self, index: usize) -> &str {
+        ftrace::record_name(index)
+    }
+}
+
+#[inline(always)]
+fn pid_allowed() -> bool {
+    if !PID_FILTER_ON.load(Ordering::Relaxed) {
+        return true;
+    }
+    let pid = crate::sched::current_pid();
+    PIDS.iter().any(|p| p.load(Ordering::Relaxed) == pid)
+}
+
+/// The callback of every traced function (Linux: function_trace_call).
+extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    if !control::tracing_is_on() {
+        return;
+    }
+    let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
+        return;
+    };
+    if let Some(tr) = global_trace() {
+        if pid_allowed() {
+            // SAFETY: ftrace_caller passes the address of the stack slot
+            // holding the traced function's return address.
+            let parent_ip = unsafe { *parent_slot };
+            let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
+            trace_buffer_write(tr, FtraceEntry::SIZE, |buf| {
+                let _ = FtraceEntry { ent, ip, parent_ip }.encode(buf);
+            });
+            if STACK_TRACE.load(Ordering::Relaxed) {
+                trace_stack(2);
+            }
+        }
+    }
+    recursion::unlock(bit);
+}
+
+/// Records a TRACE_STACK event of the current call chain, skipping `skip`
+/// frames (Linux: __trace_stack).
+pub fn trace_stack(skip: usize) {
+    let Some(tr) = global_trace() else { return };
+    let mut frames = [0u64; 16];
+    let mut n = 0;
+    let mut rbp = crate::arch::frame_pointer();
+    let mut depth = 0;
+    while n < frames.len() && rbp >= 0xffff_8000_0000_0000 && rbp % 8 == 0 && crate::arch::paging::is_mapped(rbp, 16) {
+        // SAFETY: a mapped, aligned frame: saved rbp then return address.
+        let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
+        if ret == 0 {
+            break;
+        }
+        if depth >= skip {
+            frames[n] = ret;
+            n += 1;
+        }
+        depth += 1;
+        if next <= rbp {
+            break;
+        }
+        rbp = next;
+    }
+    let ent = trace_entry(TRACE_STACK, tracing_gen_ctx_dec());
+    let stack = StackEntry { ent, callers: frames[..n].to_vec() };
+    trace_buffer_write(tr, stack.encoded_len(), |buf| {
+        let _ = stack.encode(buf);
+    });
+}
+
+/// Runs the probes attached to a function (traceon/traceoff/stacktrace).
+extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {
+    let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
+        return;
+    };
+    if let Some(i) = ftrace::record_index(ip) {
+        let actions = crate::arch::without_interrupts(|| {
+            FILTER.try_lock().map(|mut f| f.probe_hit(i, control::tracing_is_on()))
+        });
+        if let Some(a) = actions {
+            if a.stacktrace {
+                trace_stack(2);
+            }
+            if a.tracing_off {
+                control::tracing_off();
+            }
+            if a.tracing_on {
+                control::tracing_on();
+            }
+        }
+    }
+    recursion::unlock(bit);
+}
+
+fn wanted_by_filter(f: &FtraceFilter) -> Vec<bool> {
+    (0..ftrace::records().len()).map(|i| f.traces(i)).collect()
+}
+
+/// Applies the filter to the registered ops and re-patches the code.
+fn apply_filter() -> Result<(), Errno> {
+    let (traces, probes) = {
+        let f = FILTER.lock();
+        let p = f.probed_functions();
+        let probes: Vec<bool> = (0..ftrace::records().len()).map(|i| p.contains(i)).collect();
+        (wanted_by_filter(&f), probes)
+    };
+    FUNCTION_OPS.set_wanted(&traces);
+    let any_probe = probes.iter().any(|&b| b);
+    PROBE_OPS.set_wanted(&probes);
+    let registered = PROBE_ACTIVE.load(Ordering::Relaxed);
+    if any_probe && !registered {
+        ftrace::register_ftrace_function(&PROBE_OPS)?;
+        PROBE_ACTIVE.store(true, Ordering::Relaxed);
+    } else if !any_probe && registered {
+        ftrace::unregister_ftrace_function(&PROBE_OPS)?;
+        PROBE_ACTIVE.store(false, Ordering::Relaxed);
+    }
+    ftrace::ftrace_update()
+}
+
+static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
+
+fn function_trace_init() -> Result<(), Errno> {
+    let wanted = wanted_by_filter(&FILTER.lock());
+    FUNCTION_OPS.set_wanted(&wanted);
+    STACK_TRACE.store(stack_trace_option(), Ordering::Relaxed);
+    ftrace::register_ftrace_function(&FUNCTION_OPS)?;
+    FUNCTION_ACTIVE.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+fn function_trace_reset() {
+    FUNCTION_ACTIVE.store(false, Ordering::Relaxed);
+    let _ = ftrace::unregister_ftrace_function(&FUNCTION_OPS);
+}
+
+fn stack_trace_option() -> bool {
+    global_trace().is_some_and(|tr| tr.options.lock().tracer_flags(TracerKind::Function) & func_flags::STACK != 0)
+}
+
+/// Called when an option changes: keeps the callback's copy current.
+pub fn options_changed() {
+    STACK_TRACE.store(stack_trace_option(), Ordering::Relaxed);
+}
+
+/// The function tracer (Linux: function_trace in trace_functions.c).
+pub static FUNCTION_TRACE: Tracer = Tracer {
+    name: "function",
+    init: Some(function_trace_init),
+    reset: Some(function_trace_reset),
+    start: None,
+    stop: None,
+    print_header: None,
+};
+
+/// An open set_ftrace_filter/notrace: edits a copy, installed on close.
+struct RegexFileOpen {
+    text: SeqFile,
+    file: RegexFile,
+    copy: Option<FtraceFilter>,
+    failed: bool,
+}
+
+impl OpenFile for RegexFileOpen {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.text.read(buf)
+    }
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
+        let mut attempt = copy.clone();
+        match attempt.write(self.file, false, buf, &RecordNames) {
+            Ok(()) => {
+                *copy = attempt;
+                Ok(buf.len())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e.into())
+            }
+        }
+    }
+    fn release(&mut self) {
+        if let Some(copy) = self.copy.take() {
+            if !self.failed {
+                *FILTER.lock() = copy;
+                if let Err(e) = apply_filter() {
+                    println!("ftrace: cannot apply the filter: {e:?}");
+                }
+            }
+        }
+    }
+}
+
+fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = FILTER.lock().clone();
+    let text = SeqFile::new(current.read(file, &RecordNames));
+    let copy = flags.writable().then(|| {
+        let mut c = current.clone();
+        if flags.truncate() {
+            // `>`: start from an empty list (probes stay, as in Linux).
+            let _ = c.write(file, true, b"", &RecordNames);
+        }
+        c
+    });
+    Ok(Box::new(RegexFileOpen { text, file, copy, failed: false }))
+}
+
+/// The pids of a filter, from its text (one per line, or `no pid`).
+fn pids_of(f: &PidFilter) -> Vec<i32> {
+    f.read().lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+fn pid_store_all(f: &PidFilter) {
+    let pids = pids_of(f);
+    for (slot, pid) in PIDS.iter().zip(pids.iter().map(|&p| p as u32).chain(core::iter::repeat(u32::MAX))) {
+        slot.store(pid, Ordering::Relaxed);
+    }
+    PID_FILTER_ON.store(!pids.is_empty(), Ordering::SeqCst);
+}
+
+struct PidFileOpen {
+    text: SeqFile,
+    copy: Option<PidFilter>,
+    failed: bool,
+}
+
+impl OpenFile for PidFileOpen {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.text.read(buf)
+    }
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
+        let mut attempt = copy.clone();
+        match attempt.write(false, buf) {
+            Ok(()) if pids_of(&attempt).len() <= MAX_PIDS => {
+                *copy = attempt;
+                Ok(buf.len())
+            }
+            Ok(()) => {
+                self.failed = true;
+                Err(Errno::ENOSPC)
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e.into())
+            }
+        }
+    }
+    fn release(&mut self) {
+        if let Some(copy) = self.copy.take() {
+            if !self.failed {
+                pid_store_all(&copy);
+                *PID_FILTER.lock() = copy;
+            }
+        }
+    }
+}
+
+fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = PID_FILTER.lock().clone();
+    let text = SeqFile::new(current.read());
+    let copy = flags.writable().then(|| {
+        let mut c = current.clone();
+        if flags.truncate() {
+            let _ = c.write(true, b"");
+        }
+        c
+    });
+    Ok(Box::new(PidFileOpen { text, copy, failed: false }))
+}
+
+/// Registers the tracer and creates its files.
+pub fn init(root: &Dentry) -> Result<(), Errno> {
+    control::register_tracer(&FUNCTION_TRACE)?;
+    tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| regex_open(RegexFile::Filter, f))?;
+    tracefs::create_file(root, "set_ftrace_notrace", TRACE_MODE_WRITE, |f| regex_open(RegexFile::Notrace, f))?;
+    tracefs::create_file(root, "set_ftrace_pid", TRACE_MODE_WRITE, pid_open)?;
+    Ok(())
+}
+
+/// The name of the function tracer's filter state, for tests of the module.
+pub fn filter_text() -> String {
+    FILTER.lock().read(RegexFile::Filter, &RecordNames)
+}

@@ -1,0 +1,330 @@
+//! The trace array: the ring buffer every tracer writes to, its options, and
+//! the text of `trace` / `trace_pipe` (Linux: kernel/trace/trace.c).
+//!
+//! Writers (the tracers' callbacks) run with preemption off on the CPU they
+//! write for: [`trace_buffer_write`] reserves an event in this CPU's ring
+//! buffer, fills it and commits it. Readers turn events back into Linux's
+//! text with the `tracer` crate's printer, merging the CPUs by time stamp.
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+
+use spin::{Mutex, Once};
+use tracer::entry::{IrqContext, TraceCtx, TraceEntry};
+use tracer::options::{TraceOptions, Tracer as TracerKind};
+use tracer::output::merge::{Merger, TraceRecord};
+use tracer::output::{OutputConfig, SymbolResolver, TaskNames, TraceIter};
+use tracer::ring_buffer::RingBuffer;
+
+use super::control::{self, TraceBuffer};
+use crate::arch::{self, percpu};
+
+/// Default per-CPU buffer size, as Linux's `trace_buf_size` (1408 KiB).
+pub const TRACE_BUF_SIZE_DEFAULT: usize = 1_441_792;
+
+/// One tracing instance (Linux: struct trace_array).
+pub struct TraceArray {
+    pub buffer: RingBuffer,
+    pub options: Mutex<TraceOptions>,
+    /// CPUs the buffer was created for.
+    pub nr_cpus: usize,
+}
+
+static GLOBAL_TRACE: Once<TraceArray> = Once::new();
+
+/// The top-level trace array (None before boot creates it).
+#[inline(always)]
+pub fn global_trace() -> Option<&'static TraceArray> {
+    GLOBAL_TRACE.get()
+}
+
+/// The clocks of `trace_clock`, in Linux's order.
+pub const TRACE_CLOCKS: [&str; 9] =
+    ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "x86-tsc"];
+static TRACE_CLOCK: AtomicU8 = AtomicU8::new(0);
+static TRACE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The current trace clock (Linux: tr->clock). Every clock but `counter`,
+/// `uptime` and `x86-tsc` is the TSC in nanoseconds here: the TSCs of QEMU's
+/// CPUs are synchronised, so `local` and `global` agree.
+#[inline(always)]
+pub fn trace_clock() -> u64 {
+    match TRACE_CLOCK.load(Ordering::Relaxed) {
+        2 => TRACE_COUNTER.fetch_add(1, Ordering::Relaxed),
+        3 => crate::time::now_ns() / (1_000_000_000 / crate::arch::apic::HZ),
+        8 => crate::arch::rdtsc(),
+        _ => crate::time::now_ns(),
+    }
+}
+
+/// True if the current clock counts nanoseconds (timestamps print as s.us).
+pub fn trace_clock_in_ns() -> bool {
+    !matches!(TRACE_CLOCK.load(Ordering::Relaxed), 2 | 3 | 8)
+}
+
+/// Selects a clock by name (Linux clears the buffers too).
+pub fn set_trace_clock(name: &str) -> Result<(), crate::fs::Errno> {
+    let i = TRACE_CLOCKS.iter().position(|c| *c == name).ok_or(crate::fs::Errno::EINVAL)?;
+    TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
+    if let Some(tr) = global_trace() {
+        tr.buffer.reset();
+    }
+    Ok(())
+}
+
+/// The current clock's index in [`TRACE_CLOCKS`].
+pub fn trace_clock_index() -> usize {
+    TRACE_CLOCK.load(Ordering::Relaxed) as usize
+}
+
+/// Samples the context of the event being recorded (Linux:
+/// tracing_gen_ctx_dec: the tracer's own preempt_disable is not counted).
+#[inline(always)]
+pub fn tracing_gen_ctx_dec() -> TraceCtx {
+    let cpu = percpu::this_cpu();
+    let irq = IrqContext {
+        irqs_off: !arch::irqs_enabled(),
+        hardirq: cpu.irq_depth.load(Ordering::Relaxed) != 0,
+        need_resched: cpu.need_resched.load(Ordering::Relaxed) != 0,
+        ..IrqContext::default()
+    };
+    let depth = cpu.preempt_count.load(Ordering::Relaxed).saturating_sub(1);
+    TraceCtx::new(irq.flags(), depth, 0)
+}
+
+/// The common header for an event of `type_` by the running task.
+#[inline(always)]
+pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
+    TraceEntry::new(type_, ctx, crate::sched::current_pid() as i32)
+}
+
+/// Set by writers, cleared by the timer tick, which wakes `trace_pipe`
+/// readers (Linux defers the wake-up to irq_work the same way: a writer must
+/// not take the wait queue's lock).
+static WAKEUP_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Reserves `len` bytes on this CPU, lets `fill` write the event, commits.
+/// The caller has preemption off. Returns false if nothing was recorded.
+#[inline(always)]
+pub fn trace_buffer_write(tr: &TraceArray, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    let cpu = arch::cpu_id();
+    let ts = trace_clock();
+    // SAFETY: preemption is off, so this CPU is the only non-nested writer
+    // of its buffer; interrupts that trace nest and commit before returning.
+    let Some(mut res) = (unsafe { tr.buffer.lock_reserve(cpu, len, ts) }) else {
+        return false;
+    };
+    fill(res.data_mut());
+    tr.buffer.unlock_commit(res);
+    if !WAKEUP_PENDING.load(Ordering::Relaxed) {
+        WAKEUP_PENDING.store(true, Ordering::Relaxed);
+    }
+    true
+}
+
+/// Called from the timer tick: wakes trace_pipe readers if events arrived.
+pub fn trace_wakeup_tick() {
+    if WAKEUP_PENDING.load(Ordering::Relaxed) && WAKEUP_PENDING.swap(false, Ordering::Relaxed) {
+        control::wake_pipe_readers();
+    }
+}
+
+/// pid -> comm of tasks seen, kept after they exit (Linux: saved_cmdlines).
+static SAVED_CMDLINES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+/// Linux's default `saved_cmdlines_size`.
+pub const SAVED_CMDLINES_SIZE: usize = 128;
+
+/// Remembers a task's name for the trace output (Linux: trace_save_cmdline).
+pub fn trace_save_cmdline(pid: u32, comm: &str) {
+    arch::without_interrupts(|| {
+        let mut map = SAVED_CMDLINES.lock();
+        if map.len() >= SAVED_CMDLINES_SIZE && !map.contains_key(&pid) {
+            if let Some(&oldest) = map.keys().next() {
+                map.remove(&oldest);
+            }
+        }
+        map.insert(pid, String::from(comm));
+    });
+}
+
+/// The saved pid -> comm pairs.
+pub fn saved_cmdlines() -> Vec<(u32, String)> {
+    arch::without_interrupts(|| SAVED_CMDLINES.lock().iter().map(|(p, c)| (*p, c.clone())).collect())
+}
+
+/// kallsyms for the printer.
+pub struct KernelSymbols;
+
+impl SymbolResolver for KernelSymbols {
+    fn lookup(&self, addr: u64) -> Option<(&str, u64, u64)> {
+        let s = super::ksyms::table()?.lookup(addr)?;
+        Some((s.name, s.offset, s.size as u64))
+    }
+}
+
+/// A snapshot of task names for one read of `trace`.
+pub struct TaskTable(BTreeMap<i32, String>);
+
+impl TaskTable {
+    pub fn snapshot() -> TaskTable {
+        TaskTable(saved_cmdlines().into_iter().map(|(p, c)| (p as i32, c)).collect())
+    }
+}
+
+impl TaskNames for TaskTable {
+    fn comm(&self, pid: i32) -> Option<&str> {
+        if pid == 0 {
+            return Some("<idle>");
+        }
+        self.0.get(&pid).map(|s| s.as_str())
+    }
+}
+
+/// Which printer the current tracer uses.
+pub fn current_tracer_kind() -> TracerKind {
+    TracerKind::from_name(control::current_tracer().name).unwrap_or(TracerKind::Nop)
+}
+
+/// Reads every CPU's events without consuming them (recording pauses on a
+/// CPU while it is read, as Linux's `trace` does).
+fn collect_records(tr: &TraceArray) -> Vec<alloc::vec::IntoIter<TraceRecord>> {
+    (0..tr.nr_cpus)
+        .map(|cpu| {
+            let mut v = Vec::new();
+            if let Some(mut it) = tr.buffer.iter(cpu) {
+                while let Some(r) = it.next_with(|ts, p| TraceRecord::new(ts, p.to_vec())) {
+                    v.push(r);
+                }
+            }
+            v.into_iter()
+        })
+        .collect()
+}
+
+/// Prints the event lines of `trace` (no header).
+pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
+    let options = tr.options.lock().clone();
+    let tasks = TaskTable::snapshot();
+    let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    cfg.time_in_ns = trace_clock_in_ns();
+    let overruns = (0..tr.nr_cpus).any(|c| tr.buffer.overrun_cpu(c) != 0);
+    let mut merger = Merger::new(collect_records(tr));
+    let mut iter = TraceIter::new(cfg, tr.nr_cpus, overruns);
+    iter.print_all(&mut merger, out);
+}
+
+/// Consumes the oldest event over all CPUs and prints its trace_pipe line.
+pub fn consume_one(tr: &TraceArray, out: &mut String) -> bool {
+    let next = (0..tr.nr_cpus).filter_map(|c| tr.buffer.peek_with(c, |ts, _, _| (ts, c))).min();
+    let Some((_, cpu)) = next else {
+        return false;
+    };
+    let Some(rec) = tr.buffer.consume_with(cpu, |ts, p, lost| {
+        let mut r = TraceRecord::new(ts, p.to_vec());
+        r.lost_events = lost;
+        r
+    }) else {
+        return false;
+    };
+    let options = tr.options.lock().clone();
+    let tasks = TaskTable::snapshot();
+    let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    cfg.time_in_ns = trace_clock_in_ns();
+    let mut streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
+        (0..tr.nr_cpus).map(|_| Vec::new().into_iter()).collect();
+    let mut merger = Merger::new(core::mem::take(&mut streams));
+    let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
+    iter.print_record(&mut merger, cpu, &rec, out);
+    true
+}
+
+struct GlobalBuffer;
+
+impl TraceBuffer for GlobalBuffer {
+    fn entries(&self) -> (u64, u64) {
+        global_trace().map_or((0, 0), |tr| (tr.buffer.entries(), tr.buffer.entries_written()))
+    }
+    fn reset(&self) {
+        if let Some(tr) = global_trace() {
+            tr.buffer.reset();
+        }
+    }
+    fn print_events(&self, out: &mut String) {
+        if let Some(tr) = global_trace() {
+            print_trace_events(tr, out);
+        }
+    }
+    fn is_empty(&self) -> bool {
+        global_trace().is_none_or(|tr| tr.buffer.is_empty())
+    }
+    fn consume_event(&self, out: &mut String) -> bool {
+        global_trace().is_some_and(|tr| consume_one(tr, out))
+    }
+}
+
+static GLOBAL_BUFFER: GlobalBuffer = GlobalBuffer;
+
+/// Creates the global trace array and hooks it to the tracefs files.
+pub fn init() {
+    let nr = arch::nr_cpus();
+    let tr = GLOBAL_TRACE.call_once(|| TraceArray {
+        buffer: RingBuffer::new(nr, TRACE_BUF_SIZE_DEFAULT).expect("no memory for the trace buffer"),
+        options: Mutex::new(TraceOptions::new()),
+        nr_cpus: nr,
+    });
+    let _ = tr;
+    control::set_trace_buffer(&GLOBAL_BUFFER);
+}
+
+/// Applies side effects of an option change (Linux: set_tracer_flag).
+fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
+    use tracer::options::{OptionId, TraceOption};
+    if let OptionId::Core(TraceOption::Overwrite) = change.id {
+        tr.buffer.set_overwrite(change.enabled);
+    }
+    super::functions::options_changed();
+}
+
+/// `trace_options` and the `options/` directory (Linux: trace_options_fops,
+/// create_trace_options_dir).
+pub fn init_options_files(root: &crate::fs::tracefs::Dentry) -> Result<(), crate::fs::Errno> {
+    use crate::fs::tracefs::{self, TRACE_MODE_WRITE};
+    tracefs::create_show_store(
+        root,
+        "trace_options",
+        TRACE_MODE_WRITE,
+        || {
+            global_trace()
+                .map(|tr| tr.options.lock().trace_options_text(current_tracer_kind()))
+                .unwrap_or_default()
+        },
+        Some(|text: &str| {
+            let tr = global_trace().ok_or(crate::fs::Errno::ENODEV)?;
+            let change = tr.options.lock().write_trace_options(current_tracer_kind(), text.as_bytes())?;
+            option_changed(tr, &change);
+            Ok(())
+        }),
+    )?;
+    let dir = tracefs::create_dir(root, "options")?;
+    for name in TraceOptions::option_files() {
+        tracefs::create_show_store(
+            &dir,
+            name,
+            TRACE_MODE_WRITE,
+            move || {
+                global_trace()
+                    .and_then(|tr| tr.options.lock().read_option_file(name).ok())
+                    .map(String::from)
+                    .unwrap_or_default()
+            },
+            Some(move |text: &str| {
+                let tr = global_trace().ok_or(crate::fs::Errno::ENODEV)?;
+                let change = tr.options.lock().write_option_file(name, text.as_bytes())?;
+                option_changed(tr, &change);
+                Ok(())
+            }),
+        )?;
+    }
+    Ok(())
+}
