@@ -4,7 +4,9 @@
 #![cfg(not(loom))]
 
 use tracer::ring_buffer::event::{rb_calculate_event_length, RB_MISSED_EVENTS, RB_MISSED_STORED};
-use tracer::ring_buffer::{decode_page, decode_page_header, CpuStats, DecodeError, EventKind, RingBuffer, PAGE_SIZE};
+use tracer::ring_buffer::{
+    decode_page, decode_page_header, CpuStats, DecodeError, EventKind, RingBuffer, PAGE_SIZE,
+};
 
 fn le32(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_le_bytes());
@@ -79,7 +81,10 @@ fn decode_hand_made_page() {
     assert_eq!(hdr.time_stamp, 5_000_000_000);
     assert!(!hdr.missed_events);
     let evs: Vec<_> = decode_page(&page).unwrap().map(|e| e.unwrap()).collect();
-    let got: Vec<(EventKind, u64, usize)> = evs.iter().map(|e| (e.kind, e.ts, e.payload.len())).collect();
+    let got: Vec<(EventKind, u64, usize)> = evs
+        .iter()
+        .map(|e| (e.kind, e.ts, e.payload.len()))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -124,7 +129,10 @@ fn decode_rejects_bad_pages() {
     assert_eq!(decode_page(&[0u8; 10]).err(), Some(DecodeError::ShortPage));
     let mut p = vec![0u8; PAGE_SIZE];
     p[8..16].copy_from_slice(&5000u64.to_le_bytes());
-    assert_eq!(decode_page(&p).err(), Some(DecodeError::CommitTooLarge(5000)));
+    assert_eq!(
+        decode_page(&p).err(),
+        Some(DecodeError::CommitTooLarge(5000))
+    );
     // An event whose length runs past commit.
     p[8..16].copy_from_slice(&8u64.to_le_bytes());
     p[16..20].copy_from_slice(&0u32.to_le_bytes());
@@ -140,7 +148,7 @@ fn decode_rejects_bad_pages() {
             x ^= x << 17;
             *b = x as u8;
         }
-        let c = (x % 5000) as u64;
+        let c = x % 5000;
         p[8..16].copy_from_slice(&c.to_le_bytes());
         if let Ok(it) = decode_page(&p) {
             for _ in it {}
@@ -173,12 +181,21 @@ fn padding_and_lost_events_in_read_page() {
     assert_eq!(n, 39 * 104);
     assert_eq!(hdr.commit, n);
     let raw = u64::from_le_bytes(page[8..16].try_into().unwrap());
-    assert_eq!(raw & (RB_MISSED_EVENTS | RB_MISSED_STORED), RB_MISSED_EVENTS | RB_MISSED_STORED);
+    assert_eq!(
+        raw & (RB_MISSED_EVENTS | RB_MISSED_STORED),
+        RB_MISSED_EVENTS | RB_MISSED_STORED
+    );
     assert_eq!(hdr.missed_stored, Some(st.overrun));
-    let evs: Vec<_> = decode_page(&page[..]).unwrap().map(|e| e.unwrap()).collect();
+    let evs: Vec<_> = decode_page(&page[..])
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
     assert_eq!(evs.len(), 39);
     let first = u32::from_le_bytes(evs[0].payload[..4].try_into().unwrap());
-    assert_eq!(first as u64, st.overrun, "oldest surviving event follows the lost ones");
+    assert_eq!(
+        first as u64, st.overrun,
+        "oldest surviving event follows the lost ones"
+    );
     // Consecutive and correctly timed.
     for (k, e) in evs.iter().enumerate() {
         let i = u32::from_le_bytes(e.payload[..4].try_into().unwrap());
@@ -187,7 +204,7 @@ fn padding_and_lost_events_in_read_page() {
     }
     // Next read: no more lost events flagged.
     rb.read_page(0, &mut page).unwrap();
-    assert_eq!(decode_page_header(&page[..]).unwrap().missed_events, false);
+    assert!(!decode_page_header(&page[..]).unwrap().missed_events);
 }
 
 #[test]
@@ -231,7 +248,11 @@ fn producer_consumer_mode_drops_new_events() {
     assert_eq!(st.overrun, 0);
     assert_eq!(st.dropped_events, 200 - ok);
     assert_eq!(st.entries, ok);
-    assert_eq!(rb.entries_written(), ok, "dropped events are not in entries-written");
+    assert_eq!(
+        rb.entries_written(),
+        ok,
+        "dropped events are not in entries-written"
+    );
     // The oldest are kept.
     assert_eq!(rb.consume(0).unwrap().ts, 1000);
     assert_eq!(rb.entries_written(), ok - 1);
@@ -240,7 +261,14 @@ fn producer_consumer_mode_drops_new_events() {
 #[test]
 fn time_extend_for_long_gaps() {
     let rb = RingBuffer::new(1, 4080).unwrap();
-    let times = [5u64, 6, 6 + (1 << 27), 7 + (1 << 27), 1 << 40, (1 << 40) + 1];
+    let times = [
+        5u64,
+        6,
+        6 + (1 << 27),
+        7 + (1 << 27),
+        1 << 40,
+        (1 << 40) + 1,
+    ];
     for &t in &times {
         // SAFETY: single-threaded test.
         assert!(unsafe { rb.write(0, t, b"abcd") });
@@ -331,7 +359,8 @@ fn resize_keeps_events() {
         // SAFETY: single-threaded test.
         unsafe { rb.write(0, i, &[7; 100]) };
     }
-    rb.resize(tracer::ring_buffer::Cpus::All, 10 * 4080).unwrap();
+    rb.resize(tracer::ring_buffer::Cpus::All, 10 * 4080)
+        .unwrap();
     assert_eq!(rb.size_per_cpu(0), 10 * 4080);
     assert_eq!(rb.nr_pages(0), 10);
     for i in 50..300u64 {
@@ -346,7 +375,8 @@ fn resize_keeps_events() {
         // SAFETY: single-threaded test.
         unsafe { rb.write(0, 1000 + i, &[7; 100]) };
     }
-    rb.resize(tracer::ring_buffer::Cpus::One(0), 3 * 4080).unwrap();
+    rb.resize(tracer::ring_buffer::Cpus::One(0), 3 * 4080)
+        .unwrap();
     let st = rb.stats(0).unwrap();
     let left: Vec<u64> = std::iter::from_fn(|| rb.consume(0)).map(|e| e.ts).collect();
     assert_eq!(left.len() as u64 + st.overrun, 300);

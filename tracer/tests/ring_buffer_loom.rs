@@ -68,10 +68,17 @@ fn writer_vs_reader(n: u8, overwrite: bool) {
             lost += e.2;
             seen.push(e.1);
         }
-        assert!(seen.windows(2).all(|w| w[0] < w[1]), "out of order {seen:?}");
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "out of order {seen:?}"
+        );
         let st = rb.stats(0).unwrap();
         assert!(seen.iter().all(|s| ok.contains(s)));
-        assert_eq!(seen.len() as u64 + st.overrun, ok.len() as u64, "seen {seen:?} ok {ok:?} {st:?}");
+        assert_eq!(
+            seen.len() as u64 + st.overrun,
+            ok.len() as u64,
+            "seen {seen:?} ok {ok:?} {st:?}"
+        );
         assert_eq!(lost, st.overrun);
         if !overwrite {
             assert_eq!(st.overrun, 0);

@@ -9,15 +9,35 @@ use tracer::ring_buffer::{decode_page, Cpus, EventKind, RingBuffer, PAGE_SIZE};
 #[derive(Clone, Debug)]
 enum Op {
     /// Write an event of this length on cpu, with this time step.
-    Write { cpu: usize, len: usize, dt: u64 },
+    Write {
+        cpu: usize,
+        len: usize,
+        dt: u64,
+    },
     /// Reserve, write a nested event, commit.
-    Nested { cpu: usize, len: usize, nlen: usize },
-    Consume { cpu: usize, n: usize },
-    ReadPage { cpu: usize },
-    Iterate { cpu: usize },
+    Nested {
+        cpu: usize,
+        len: usize,
+        nlen: usize,
+    },
+    Consume {
+        cpu: usize,
+        n: usize,
+    },
+    ReadPage {
+        cpu: usize,
+    },
+    Iterate {
+        cpu: usize,
+    },
     Reset,
-    ResetCpu { cpu: usize },
-    Resize { cpu: Option<usize>, pages: usize },
+    ResetCpu {
+        cpu: usize,
+    },
+    Resize {
+        cpu: Option<usize>,
+        pages: usize,
+    },
     Overwrite(bool),
     RecordOff,
     RecordOn,
@@ -44,7 +64,12 @@ fn op() -> impl Strategy<Value = Op> {
 /// Events are: seq u64, ts u64, filler derived from seq. Lengths < 16 carry
 /// a shorter prefix of the same bytes.
 fn payload(seq: u64, ts: u64, len: usize) -> Vec<u8> {
-    let mut v: Vec<u8> = seq.to_le_bytes().iter().chain(ts.to_le_bytes().iter()).copied().collect();
+    let mut v: Vec<u8> = seq
+        .to_le_bytes()
+        .iter()
+        .chain(ts.to_le_bytes().iter())
+        .copied()
+        .collect();
     v.extend((0..len.saturating_sub(16)).map(|i| (seq as u8) ^ (i as u8)));
     v.truncate(len);
     v
@@ -67,27 +92,58 @@ struct Model {
 
 /// Check that a read event is the first pending one after skipping events
 /// lost to overwriting; update the model.
-fn on_read(m: &mut CpuModel, rb: &RingBuffer, cpu: usize, ts: u64, data: &[u8]) -> Result<(), TestCaseError> {
+fn on_read(
+    m: &mut CpuModel,
+    rb: &RingBuffer,
+    cpu: usize,
+    ts: u64,
+    data: &[u8],
+) -> Result<(), TestCaseError> {
     // Identify by ts (unique per event) + content.
     let pos = m.pending.iter().position(|&(_, t, _)| t == ts);
-    prop_assert!(pos.is_some(), "cpu {}: read event ts {} not pending", cpu, ts);
+    prop_assert!(
+        pos.is_some(),
+        "cpu {}: read event ts {} not pending",
+        cpu,
+        ts
+    );
     let pos = pos.unwrap();
     let (seq, t, len) = m.pending[pos];
     let want = payload(seq, t, len);
     prop_assert_eq!(&data[..len], &want[..], "garbled");
     prop_assert!(data[len..].iter().all(|&b| b == 0));
-    prop_assert_eq!(data.len(), len.max(1).next_multiple_of(4).max(if len <= 112 && len.max(1).next_multiple_of(4) == 8 { 12 } else { 0 }));
+    prop_assert_eq!(
+        data.len(),
+        len.max(1)
+            .next_multiple_of(4)
+            .max(if len <= 112 && len.max(1).next_multiple_of(4) == 8 {
+                12
+            } else {
+                0
+            })
+    );
     // Events before it were lost to overwriting: they must be in overrun.
     m.overrun_seen += pos as u64;
     m.pending.drain(..=pos);
     let overrun = rb.overrun_cpu(cpu);
-    prop_assert!(m.overrun_seen <= overrun, "cpu {}: {} skipped but overrun {}", cpu, m.overrun_seen, overrun);
+    prop_assert!(
+        m.overrun_seen <= overrun,
+        "cpu {}: {} skipped but overrun {}",
+        cpu,
+        m.overrun_seen,
+        overrun
+    );
     Ok(())
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let rb = RingBuffer::new(2, 3 * 4080).unwrap();
-    let mut m = Model { cpus: vec![CpuModel::default(); 2], seq: 0, clock: 1000, off: false };
+    let mut m = Model {
+        cpus: vec![CpuModel::default(); 2],
+        seq: 0,
+        clock: 1000,
+        off: false,
+    };
     let mut page = Box::new([0u8; PAGE_SIZE]);
     for op in ops {
         match op {
@@ -101,7 +157,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 if ok {
                     m.cpus[cpu].pending.push((seq, m.clock, len));
                 }
-                prop_assert!(ok || m.off || !rb.overwrite(), "overwrite-mode write failed");
+                prop_assert!(
+                    ok || m.off || !rb.overwrite(),
+                    "overwrite-mode write failed"
+                );
             }
             Op::Nested { cpu, len, nlen } => {
                 m.clock += 10;
@@ -122,7 +181,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Consume { cpu, n } => {
                 for _ in 0..n {
                     let mut res = Ok(());
-                    let got = rb.consume_with(cpu, |ts, d, _lost| res = on_read(&mut m.cpus[cpu], &rb, cpu, ts, d));
+                    let got = rb.consume_with(cpu, |ts, d, _lost| {
+                        res = on_read(&mut m.cpus[cpu], &rb, cpu, ts, d)
+                    });
                     res?;
                     if got.is_none() {
                         break;
@@ -194,14 +255,21 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             // In-buffer count = pending minus those lost and not yet seen.
             let c = &m.cpus[cpu];
             let unseen_lost = rb.overrun_cpu(cpu) - c.overrun_seen;
-            prop_assert_eq!(rb.entries_cpu(cpu) + unseen_lost, c.pending.len() as u64, "cpu {} entries", cpu);
+            prop_assert_eq!(
+                rb.entries_cpu(cpu) + unseen_lost,
+                c.pending.len() as u64,
+                "cpu {} entries",
+                cpu
+            );
         }
     }
     // Drain: everything pending is read or lost.
     for cpu in 0..2 {
         loop {
             let mut res = Ok(());
-            let got = rb.consume_with(cpu, |ts, d, _| res = on_read(&mut m.cpus[cpu], &rb, cpu, ts, d));
+            let got = rb.consume_with(cpu, |ts, d, _| {
+                res = on_read(&mut m.cpus[cpu], &rb, cpu, ts, d)
+            });
             res?;
             if got.is_none() {
                 break;
@@ -210,7 +278,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         prop_assert!(rb.empty_cpu(cpu));
         let c = &mut m.cpus[cpu];
         let lost_tail = c.pending.len() as u64;
-        prop_assert_eq!(c.overrun_seen + lost_tail, rb.overrun_cpu(cpu), "cpu {} overrun at end", cpu);
+        prop_assert_eq!(
+            c.overrun_seen + lost_tail,
+            rb.overrun_cpu(cpu),
+            "cpu {} overrun at end",
+            cpu
+        );
         prop_assert_eq!(rb.entries_cpu(cpu), 0);
     }
     Ok(())

@@ -14,7 +14,9 @@ use tracer::ring_buffer::{decode_page, Cpus, EventKind, RingBuffer, PAGE_SIZE};
 const NR_CPUS: usize = 2;
 
 fn checksum(b: &[u8]) -> u32 {
-    b.iter().fold(0x811c9dc5u32, |h, &x| (h ^ x as u32).wrapping_mul(0x01000193))
+    b.iter().fold(0x811c9dc5u32, |h, &x| {
+        (h ^ x as u32).wrapping_mul(0x01000193)
+    })
 }
 
 /// Payload: cpu u32, seq u64, len u32, checksum u32 (of the filler), filler.
@@ -36,9 +38,17 @@ fn check(data: &[u8]) -> (usize, u64) {
     let cpu = u32::from_le_bytes(data[0..4].try_into().unwrap()) as usize;
     let seq = u64::from_le_bytes(data[4..12].try_into().unwrap());
     let len = u32::from_le_bytes(data[12..16].try_into().unwrap()) as usize;
-    assert!(len <= data.len() && data.len() < len + 4 + 4, "bad length {len} vs {}", data.len());
+    assert!(
+        len <= data.len() && data.len() < len + 4 + 4,
+        "bad length {len} vs {}",
+        data.len()
+    );
     let sum = u32::from_le_bytes(data[16..20].try_into().unwrap());
-    assert_eq!(checksum(&data[20..len]), sum, "garbled event cpu {cpu} seq {seq}");
+    assert_eq!(
+        checksum(&data[20..len]),
+        sum,
+        "garbled event cpu {cpu} seq {seq}"
+    );
     assert!(data[len..].iter().all(|&b| b == 0), "padding not zero");
     (cpu, seq)
 }
@@ -64,7 +74,7 @@ fn writer(rb: &RingBuffer, cpu: usize, stop: &AtomicBool, clock: &AtomicU64) -> 
         // SAFETY: this thread is the only writer of `cpu`.
         match unsafe { rb.lock_reserve(cpu, len, ts) } {
             Some(mut r) => {
-                if i % 7 == 0 {
+                if i.is_multiple_of(7) {
                     // Nested event (an "interrupt"): reserved after us, so it
                     // comes after us in the buffer.
                     let nlen = 20 + (i % 100) as usize;
@@ -85,7 +95,7 @@ fn writer(rb: &RingBuffer, cpu: usize, stop: &AtomicBool, clock: &AtomicU64) -> 
             }
             None => res.failed += 1,
         }
-        if i % 64 == 0 {
+        if i.is_multiple_of(64) {
             thread::yield_now();
         }
     }
@@ -108,7 +118,11 @@ fn record(seen: &mut Seen, cpu: usize, ts: u64, data: &[u8], lost: u64) {
     if let Some(&last) = seen.seqs.last() {
         assert!(seq > last, "cpu {cpu}: seq {seq} after {last}");
     }
-    assert!(ts >= seen.last_ts, "cpu {cpu}: time went backwards {ts} < {}", seen.last_ts);
+    assert!(
+        ts >= seen.last_ts,
+        "cpu {cpu}: time went backwards {ts} < {}",
+        seen.last_ts
+    );
     seen.last_ts = ts;
     seen.seqs.push(seq);
     seen.lost_reported += lost;
@@ -120,7 +134,13 @@ enum ReadMode {
     Pages,
 }
 
-fn read_one(rb: &RingBuffer, cpu: usize, mode: ReadMode, seen: &mut Seen, page: &mut [u8; PAGE_SIZE]) -> bool {
+fn read_one(
+    rb: &RingBuffer,
+    cpu: usize,
+    mode: ReadMode,
+    seen: &mut Seen,
+    page: &mut [u8; PAGE_SIZE],
+) -> bool {
     match mode {
         ReadMode::Consume => rb
             .consume_with(cpu, |ts, d, lost| record(seen, cpu, ts, d, lost))
@@ -178,7 +198,7 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
                     }
                 }
                 n += 1;
-                if n % 16 == 0 {
+                if n.is_multiple_of(16) {
                     thread::yield_now();
                 }
             }
@@ -217,7 +237,11 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
     let mut page = Box::new([0u8; PAGE_SIZE]);
     for (cpu, s) in seen.iter_mut().enumerate() {
         while read_one(&rb, cpu, mode, s, &mut page) {}
-        assert!(rb.empty_cpu(cpu), "not empty after drain:\n{}", rb.debug_dump(cpu));
+        assert!(
+            rb.empty_cpu(cpu),
+            "not empty after drain:\n{}",
+            rb.debug_dump(cpu)
+        );
     }
     assert!(t0.elapsed() < Duration::from_secs(20));
 
@@ -236,7 +260,11 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
         let missing = committed.len() as u64 - read.len() as u64;
         if missing != st.overrun {
             let rs: std::collections::HashSet<u64> = read.iter().copied().collect();
-            let miss: Vec<u64> = committed.iter().copied().filter(|x| !rs.contains(x)).collect();
+            let miss: Vec<u64> = committed
+                .iter()
+                .copied()
+                .filter(|x| !rs.contains(x))
+                .collect();
             let mut ranges = vec![];
             for &m in &miss {
                 match ranges.last_mut() {
@@ -244,7 +272,12 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
                     _ => ranges.push((m, m)),
                 }
             }
-            eprintln!("cpu {cpu} missing ranges {:?} last read {:?}\n{}", ranges, read.last(), rb.debug_dump(cpu));
+            eprintln!(
+                "cpu {cpu} missing ranges {:?} last read {:?}\n{}",
+                ranges,
+                read.last(),
+                rb.debug_dump(cpu)
+            );
         }
         eprintln!(
             "cpu {cpu}: committed {} read {} missing {missing} failed {} stats {st:?} lost reported {}",
@@ -254,7 +287,10 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
             seen[cpu].lost_reported
         );
         assert!(read.len() > 100, "cpu {cpu}: too few events read");
-        assert_eq!(st.overrun, missing, "cpu {cpu}: missing events must be the overrun");
+        assert_eq!(
+            st.overrun, missing,
+            "cpu {cpu}: missing events must be the overrun"
+        );
         assert_eq!(st.entries, 0);
         assert_eq!(st.commit_overrun, 0);
         if mode == ReadMode::Consume {
@@ -266,14 +302,20 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
             if !resize {
                 // (Shrinking drops the oldest pages into overrun, in any mode.)
                 assert_eq!(st.overrun, 0, "producer/consumer mode never overwrites");
-                assert_eq!(st.dropped_events, results[cpu].failed, "every failed write is a dropped event");
+                assert_eq!(
+                    st.dropped_events, results[cpu].failed,
+                    "every failed write is a dropped event"
+                );
             }
         }
         if seen[cpu].lost_unknown {
             assert!(seen[cpu].lost_reported <= st.overrun);
         } else if !resize {
             // Lost events are reported to the reader as they are found.
-            assert_eq!(seen[cpu].lost_reported, st.overrun, "cpu {cpu}: reported lost events");
+            assert_eq!(
+                seen[cpu].lost_reported, st.overrun,
+                "cpu {cpu}: reported lost events"
+            );
         }
     }
 }

@@ -131,12 +131,16 @@ pub(crate) fn alloc_pages(nr: usize) -> Result<Vec<BufferPage>, AllocError> {
 /// `pages[n].next`) and `pages[0]` as the reader page pointing at the head.
 fn link_ring(pages: &[BufferPage]) {
     let n = pages.len() - 1;
-    for i in 1..=n {
+    for (i, page) in pages.iter().enumerate().skip(1) {
         let next = if i == n { 1 } else { i + 1 };
         let prev = if i == 1 { n } else { i - 1 };
-        let flag = if next == 1 { RB_PAGE_HEAD } else { RB_PAGE_NORMAL };
-        pages[i].next.store(next << 2 | flag, Relaxed);
-        pages[i].prev.store(prev, Relaxed);
+        let flag = if next == 1 {
+            RB_PAGE_HEAD
+        } else {
+            RB_PAGE_NORMAL
+        };
+        page.next.store(next << 2 | flag, Relaxed);
+        page.prev.store(prev, Relaxed);
     }
     pages[READER].next.store(1 << 2, Relaxed);
     pages[READER].prev.store(n, Relaxed);
@@ -213,9 +217,13 @@ impl RingBufferPerCpu {
     /// at `head`) from `old` to `new`. Returns the flag found, or MOVED.
     fn rb_head_page_set(&self, head: usize, prev: usize, old: usize, new: usize) -> usize {
         let val = head << 2;
-        let ret = match self.pages()[prev].next.compare_exchange(val | old, val | new, SeqCst, SeqCst) {
-            Ok(v) | Err(v) => v,
-        };
+        let ret =
+            match self.pages()[prev]
+                .next
+                .compare_exchange(val | old, val | new, SeqCst, SeqCst)
+            {
+                Ok(v) | Err(v) => v,
+            };
         if ret & !RB_FLAG_MASK != val {
             return RB_PAGE_MOVED;
         }
@@ -225,7 +233,10 @@ impl RingBufferPerCpu {
     /// The number of entries still in the buffer (`rb_num_of_entries`).
     fn rb_num_of_entries(&self) -> isize {
         let e = self.entries.load(Acquire);
-        let gone = self.overrun.load(Acquire).wrapping_add(self.read.load(Relaxed));
+        let gone = self
+            .overrun
+            .load(Acquire)
+            .wrapping_add(self.read.load(Relaxed));
         e.wrapping_sub(gone) as isize
     }
 
@@ -330,12 +341,21 @@ impl RingBufferPerCpu {
                 }
             }
         }
-        let total = length + if time.is_some() { RB_LEN_TIME_EXTEND } else { 0 };
+        let total = length
+            + if time.is_some() {
+                RB_LEN_TIME_EXTEND
+            } else {
+                0
+            };
 
         if w + total > BUF_PAGE_SIZE {
             // Reserve past the end anyway, so nested writers see the page is
             // full, then move to the next page.
-            if tail_page.write.compare_exchange(wv, wv + total, SeqCst, Relaxed).is_err() {
+            if tail_page
+                .write
+                .compare_exchange(wv, wv + total, SeqCst, Relaxed)
+                .is_err()
+            {
                 return Step::Again;
             }
             return self.rb_move_tail(w, total, tail_idx, overwrite);
@@ -344,7 +364,11 @@ impl RingBufferPerCpu {
         self.before_stamp.store(ts, Relaxed);
         #[cfg(all(test, not(loom)))]
         test_hook::fire("before_cas");
-        if tail_page.write.compare_exchange(wv, wv + total, SeqCst, Relaxed).is_err() {
+        if tail_page
+            .write
+            .compare_exchange(wv, wv + total, SeqCst, Relaxed)
+            .is_err()
+        {
             // An interrupt reserved meanwhile: start again.
             return Step::Again;
         }
@@ -376,7 +400,12 @@ impl RingBufferPerCpu {
         #[cfg(all(test, not(loom)))]
         test_hook::fire("before_write_stamp");
         self.write_stamp.store(ts, Relaxed);
-        Step::Done(Reserved { ts, page: tail_idx, offset: data_start, len })
+        Step::Done(Reserved {
+            ts,
+            page: tail_idx,
+            offset: data_start,
+            len,
+        })
     }
 
     /// `rb_move_tail`: the event did not fit on the tail page.
@@ -479,11 +508,20 @@ impl RingBufferPerCpu {
         let old_entries = next.entries.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
         self.pages_touched.fetch_add(1, Relaxed);
         if tail_idx == self.tail_page.load(Acquire) {
-            let _ = next.write.compare_exchange(old_write, old_write & !RB_WRITE_MASK, SeqCst, Relaxed);
-            let _ = next.entries.compare_exchange(old_entries, old_entries & !RB_WRITE_MASK, SeqCst, Relaxed);
+            let _ =
+                next.write
+                    .compare_exchange(old_write, old_write & !RB_WRITE_MASK, SeqCst, Relaxed);
+            let _ = next.entries.compare_exchange(
+                old_entries,
+                old_entries & !RB_WRITE_MASK,
+                SeqCst,
+                Relaxed,
+            );
             next.page.commit.store(0, Release);
             // Either we move the tail or an interrupt already did.
-            let _ = self.tail_page.compare_exchange(tail_idx, next_idx, SeqCst, Relaxed);
+            let _ = self
+                .tail_page
+                .compare_exchange(tail_idx, next_idx, SeqCst, Relaxed);
         }
     }
 
@@ -575,7 +613,11 @@ impl RingBufferPerCpu {
     // ---------------------------------------------------------------
 
     pub(crate) fn lock_reader(&self) -> ReaderGuard<'_> {
-        while self.reader_lock.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+        while self
+            .reader_lock
+            .compare_exchange_weak(false, true, Acquire, Relaxed)
+            .is_err()
+        {
             spin_loop();
         }
         ReaderGuard(&self.reader_lock)
@@ -680,7 +722,8 @@ impl RingBufferPerCpu {
                 hp.read.store(0, Relaxed);
                 let last = self.last_overrun.load(Relaxed);
                 if overwrite != last {
-                    self.lost_events.store(overwrite.wrapping_sub(last), Relaxed);
+                    self.lost_events
+                        .store(overwrite.wrapping_sub(last), Relaxed);
                     self.last_overrun.store(overwrite, Relaxed);
                 }
                 continue 'again;
@@ -689,7 +732,8 @@ impl RingBufferPerCpu {
         }
         if let Some(r) = result {
             if pages[r].read.load(Relaxed) == 0 {
-                self.read_stamp.store(pages[r].page.time_stamp.load(Relaxed), Relaxed);
+                self.read_stamp
+                    .store(pages[r].page.time_stamp.load(Relaxed), Relaxed);
             }
         }
         result
@@ -785,14 +829,17 @@ impl RingBufferPerCpu {
                     Err(_) => break,
                 };
                 let len = len.min(commit - rpos);
-                out[BUF_PAGE_HDR_SIZE + pos..BUF_PAGE_HDR_SIZE + pos + len].copy_from_slice(&data[rpos..rpos + len]);
+                out[BUF_PAGE_HDR_SIZE + pos..BUF_PAGE_HDR_SIZE + pos + len]
+                    .copy_from_slice(&data[rpos..rpos + len]);
                 // rb_advance_reader
                 match ev.kind {
                     EventKind::Data => {
                         self.read.fetch_add(1, Relaxed);
                         self.read_stamp.store(ev.ts, Relaxed);
                     }
-                    EventKind::TimeExtend | EventKind::TimeStamp => self.read_stamp.store(ev.ts, Relaxed),
+                    EventKind::TimeExtend | EventKind::TimeStamp => {
+                        self.read_stamp.store(ev.ts, Relaxed)
+                    }
                     EventKind::Padding => {}
                 }
                 rpos += len;
@@ -808,7 +855,11 @@ impl RingBufferPerCpu {
             // SAFETY: as above.
             let data = unsafe { rp.committed(commit) };
             let real_end = rp.real_end.load(Relaxed);
-            data_len = if real_end != 0 && real_end <= commit { real_end } else { commit };
+            data_len = if real_end != 0 && real_end <= commit {
+                real_end
+            } else {
+                commit
+            };
             out[BUF_PAGE_HDR_SIZE..BUF_PAGE_HDR_SIZE + data_len].copy_from_slice(&data[..data_len]);
             out[0..8].copy_from_slice(&rp.page.time_stamp.load(Relaxed).to_le_bytes());
             // Linux swaps in the caller's empty page; we empty ours instead.
@@ -842,7 +893,11 @@ impl RingBufferPerCpu {
         let reader = self.reader_page.load(Relaxed);
         let p = &self.pages()[reader];
         let read = p.read.load(Relaxed);
-        let stamp = if read != 0 { self.read_stamp.load(Relaxed) } else { p.page.time_stamp.load(Relaxed) };
+        let stamp = if read != 0 {
+            self.read_stamp.load(Relaxed)
+        } else {
+            p.page.time_stamp.load(Relaxed)
+        };
         (reader, read, stamp, self.read.load(Relaxed))
     }
 
@@ -903,7 +958,9 @@ impl RingBufferPerCpu {
 
     /// `record_enable_cpu`: undo one `disable`, if any.
     pub(crate) fn enable_checked(&self) {
-        let _ = self.state.fetch_update(AcqRel, Acquire, |v| v.checked_sub(DISABLE_UNIT));
+        let _ = self
+            .state
+            .fetch_update(AcqRel, Acquire, |v| v.checked_sub(DISABLE_UNIT));
     }
 
     /// Run `f` on the page table with writers drained and the reader lock held.
@@ -993,7 +1050,11 @@ impl RingBufferPerCpu {
                 p = pages[p].next.load(Relaxed) >> 2;
             }
             // Pages holding data: head ..= tail (none if the tail is on the reader page).
-            let data_pages = if tail == reader { 0 } else { order.iter().position(|&x| x == tail).map_or(0, |i| i + 1) };
+            let data_pages = if tail == reader {
+                0
+            } else {
+                order.iter().position(|&x| x == tail).map_or(0, |i| i + 1)
+            };
             let drop_data = data_pages.saturating_sub(nr);
             for &d in &order[..drop_data] {
                 s.overrun.fetch_add(pages[d].nr_entries(), Relaxed);
@@ -1004,7 +1065,8 @@ impl RingBufferPerCpu {
             // Move pages out of the old table by index.
             // (Each index appears once in `order`, and the reader page is not
             // in it, so every `take` finds its page.)
-            let mut slots: Vec<Option<BufferPage>> = core::mem::take(pages).into_iter().map(Some).collect();
+            let mut slots: Vec<Option<BufferPage>> =
+                core::mem::take(pages).into_iter().map(Some).collect();
             table.extend(slots[reader].take());
             for &d in keep_data {
                 table.extend(slots[d].take());

@@ -252,11 +252,22 @@ pub fn decode_page(page: &[u8]) -> Result<PageIter<'_>, DecodeError> {
 
 /// Decode one event at `pos` of `data` (the events area up to commit),
 /// starting from running time `ts`. Returns the event and its length.
-pub(crate) fn decode_event(data: &[u8], pos: usize, ts: u64) -> Result<(PageEvent<'_>, usize), DecodeError> {
+pub(crate) fn decode_event(
+    data: &[u8],
+    pos: usize,
+    ts: u64,
+) -> Result<(PageEvent<'_>, usize), DecodeError> {
     let hdr = read_u32(data, pos).ok_or(DecodeError::Truncated(pos))?;
     let type_len = hdr & 0x1f;
     let time_delta = hdr >> 5;
-    let ev = |kind, ts, payload| PageEvent { offset: pos, type_len, time_delta, kind, ts, payload };
+    let ev = |kind, ts, payload| PageEvent {
+        offset: pos,
+        type_len,
+        time_delta,
+        kind,
+        ts,
+        payload,
+    };
     match type_len {
         RINGBUF_TYPE_PADDING => {
             if time_delta == 0 {
@@ -265,7 +276,9 @@ pub(crate) fn decode_event(data: &[u8], pos: usize, ts: u64) -> Result<(PageEven
                 return Ok((ev(EventKind::Padding, ts, &data[pos + 4..]), len));
             }
             let a = read_u32(data, pos + 4).ok_or(DecodeError::Truncated(pos))? as usize;
-            let len = a.checked_add(RB_EVNT_HDR_SIZE).ok_or(DecodeError::BadLength(pos))?;
+            let len = a
+                .checked_add(RB_EVNT_HDR_SIZE)
+                .ok_or(DecodeError::BadLength(pos))?;
             let end = pos.checked_add(len).ok_or(DecodeError::BadLength(pos))?;
             let payload = data.get(pos + 4..end).ok_or(DecodeError::Truncated(pos))?;
             Ok((ev(EventKind::Padding, ts, payload), len))
@@ -274,9 +287,15 @@ pub(crate) fn decode_event(data: &[u8], pos: usize, ts: u64) -> Result<(PageEven
             let a = read_u32(data, pos + 4).ok_or(DecodeError::Truncated(pos))? as u64;
             let val = (a << TS_SHIFT) | time_delta as u64;
             if type_len == RINGBUF_TYPE_TIME_EXTEND {
-                Ok((ev(EventKind::TimeExtend, ts.wrapping_add(val), &[]), RB_LEN_TIME_EXTEND))
+                Ok((
+                    ev(EventKind::TimeExtend, ts.wrapping_add(val), &[]),
+                    RB_LEN_TIME_EXTEND,
+                ))
             } else {
-                Ok((ev(EventKind::TimeStamp, rb_fix_abs_ts(val, ts), &[]), RB_LEN_TIME_STAMP))
+                Ok((
+                    ev(EventKind::TimeStamp, rb_fix_abs_ts(val, ts), &[]),
+                    RB_LEN_TIME_STAMP,
+                ))
             }
         }
         0 => {
@@ -287,12 +306,20 @@ pub(crate) fn decode_event(data: &[u8], pos: usize, ts: u64) -> Result<(PageEven
             let len = a + RB_EVNT_HDR_SIZE;
             let end = pos.checked_add(len).ok_or(DecodeError::BadLength(pos))?;
             let payload = data.get(pos + 8..end).ok_or(DecodeError::Truncated(pos))?;
-            Ok((ev(EventKind::Data, ts.wrapping_add(time_delta as u64), payload), len))
+            Ok((
+                ev(EventKind::Data, ts.wrapping_add(time_delta as u64), payload),
+                len,
+            ))
         }
         _ => {
             let len = RB_EVNT_HDR_SIZE + type_len as usize * RB_ALIGNMENT;
-            let payload = data.get(pos + 4..pos + len).ok_or(DecodeError::Truncated(pos))?;
-            Ok((ev(EventKind::Data, ts.wrapping_add(time_delta as u64), payload), len))
+            let payload = data
+                .get(pos + 4..pos + len)
+                .ok_or(DecodeError::Truncated(pos))?;
+            Ok((
+                ev(EventKind::Data, ts.wrapping_add(time_delta as u64), payload),
+                len,
+            ))
         }
     }
 }
@@ -323,6 +350,13 @@ impl<'a> Iterator for PageIter<'a> {
 
 /// Encode a TIME_EXTEND (`stamp == false`) or TIME_STAMP event for `val`.
 pub const fn time_event(stamp: bool, val: u64) -> [u32; 2] {
-    let t = if stamp { RINGBUF_TYPE_TIME_STAMP } else { RINGBUF_TYPE_TIME_EXTEND };
-    [event_header(t, (val & TS_MASK) as u32), (val >> TS_SHIFT) as u32]
+    let t = if stamp {
+        RINGBUF_TYPE_TIME_STAMP
+    } else {
+        RINGBUF_TYPE_TIME_EXTEND
+    };
+    [
+        event_header(t, (val & TS_MASK) as u32),
+        (val >> TS_SHIFT) as u32,
+    ]
 }

@@ -73,8 +73,8 @@ use core::fmt;
 
 use cpu::{Found, Reserved, RingBufferPerCpu, RB_BUFFER_OFF};
 pub use event::{
-    decode_page, decode_page_header, DecodeError, EventKind, PageEvent, PageHeader, PageIter, BUF_MAX_DATA_SIZE,
-    BUF_PAGE_HDR_SIZE, BUF_PAGE_SIZE, PAGE_SIZE,
+    decode_page, decode_page_header, DecodeError, EventKind, PageEvent, PageHeader, PageIter,
+    BUF_MAX_DATA_SIZE, BUF_PAGE_HDR_SIZE, BUF_PAGE_SIZE, PAGE_SIZE,
 };
 use sync::{AtomicBool, AtomicUsize, Ordering};
 
@@ -156,7 +156,12 @@ impl CpuStats {
             // ns2usecs rounds to the nearest microsecond.
             let us = |ns: u64| ns.saturating_add(500) / 1000;
             let (o, n) = (us(self.oldest_event_ts), us(now_ts));
-            writeln!(out, "oldest event ts: {:5}.{:06}", o / 1_000_000, o % 1_000_000)?;
+            writeln!(
+                out,
+                "oldest event ts: {:5}.{:06}",
+                o / 1_000_000,
+                o % 1_000_000
+            )?;
             writeln!(out, "now ts: {:5}.{:06}", n / 1_000_000, n % 1_000_000)?;
         } else {
             writeln!(out, "oldest event ts: {}", self.oldest_event_ts)?;
@@ -222,7 +227,11 @@ impl RingBuffer {
         for _ in 0..nr_cpus {
             cpus.push(RingBufferPerCpu::new(nr)?);
         }
-        Ok(RingBuffer { cpus, overwrite: AtomicBool::new(true), record_disabled: AtomicUsize::new(0) })
+        Ok(RingBuffer {
+            cpus,
+            overwrite: AtomicBool::new(true),
+            record_disabled: AtomicUsize::new(0),
+        })
     }
 
     /// Number of CPUs.
@@ -244,12 +253,14 @@ impl RingBuffer {
 
     /// `ring_buffer_size`: data bytes per CPU (pages × 4080), 0 for a bad CPU.
     pub fn size_per_cpu(&self, cpu: usize) -> usize {
-        self.cpu(cpu).map_or(0, |c| c.nr_pages.load(Ordering::Relaxed) * BUF_PAGE_SIZE)
+        self.cpu(cpu)
+            .map_or(0, |c| c.nr_pages.load(Ordering::Relaxed) * BUF_PAGE_SIZE)
     }
 
     /// Number of ring pages of a CPU (without the reader page).
     pub fn nr_pages(&self, cpu: usize) -> usize {
-        self.cpu(cpu).map_or(0, |c| c.nr_pages.load(Ordering::Relaxed))
+        self.cpu(cpu)
+            .map_or(0, |c| c.nr_pages.load(Ordering::Relaxed))
     }
 
     /// `ring_buffer_resize`, safe while writers run: new pages are allocated
@@ -295,19 +306,23 @@ impl RingBuffer {
 
     /// `ring_buffer_record_enable`.
     pub fn record_enable(&self) {
-        let _ = self.record_disabled.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-            (v & !RB_BUFFER_OFF != 0).then(|| v - 1)
-        });
+        let _ = self
+            .record_disabled
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                (v & !RB_BUFFER_OFF != 0).then(|| v - 1)
+            });
     }
 
     /// `ring_buffer_record_off` (tracing_on = 0).
     pub fn record_off(&self) {
-        self.record_disabled.fetch_or(RB_BUFFER_OFF, Ordering::SeqCst);
+        self.record_disabled
+            .fetch_or(RB_BUFFER_OFF, Ordering::SeqCst);
     }
 
     /// `ring_buffer_record_on` (tracing_on = 1).
     pub fn record_on(&self) {
-        self.record_disabled.fetch_and(!RB_BUFFER_OFF, Ordering::SeqCst);
+        self.record_disabled
+            .fetch_and(!RB_BUFFER_OFF, Ordering::SeqCst);
     }
 
     /// `ring_buffer_record_is_on`: no disable and not off.
@@ -393,12 +408,20 @@ impl RingBuffer {
 
     /// `ring_buffer_peek`, copying the payload.
     pub fn peek(&self, cpu: usize) -> Option<Event> {
-        self.peek_with(cpu, |ts, d, lost| Event { ts, data: d.to_vec(), lost_events: lost })
+        self.peek_with(cpu, |ts, d, lost| Event {
+            ts,
+            data: d.to_vec(),
+            lost_events: lost,
+        })
     }
 
     /// `ring_buffer_consume` (trace_pipe), copying the payload.
     pub fn consume(&self, cpu: usize) -> Option<Event> {
-        self.consume_with(cpu, |ts, d, lost| Event { ts, data: d.to_vec(), lost_events: lost })
+        self.consume_with(cpu, |ts, d, lost| Event {
+            ts,
+            data: d.to_vec(),
+            lost_events: lost,
+        })
     }
 
     /// `ring_buffer_read_page` (trace_pipe_raw): fill `page` with the next
@@ -454,13 +477,17 @@ impl RingBuffer {
 
     /// The B of `entries-in-buffer/entries-written`: entries + overrun (dropped events excluded, as Linux).
     pub fn entries_written(&self) -> u64 {
-        self.cpus.iter().map(|c| (c.entries_cpu() + c.overrun()) as u64).sum()
+        self.cpus
+            .iter()
+            .map(|c| (c.entries_cpu() + c.overrun()) as u64)
+            .sum()
     }
 
     /// Pages the writer of `cpu` moved onto, and pages the reader swapped out
     /// (`pages_touched`, `pages_read`; used by Linux for `buffer_percent`).
     pub fn pages_touched_read(&self, cpu: usize) -> (usize, usize) {
-        self.cpu(cpu).map_or((0, 0), |c| (c.pages_touched(), c.pages_read()))
+        self.cpu(cpu)
+            .map_or((0, 0), |c| (c.pages_touched(), c.pages_read()))
     }
 
     /// A text description of `cpu`'s pages and pointers (for debugging).
@@ -474,7 +501,14 @@ impl RingBuffer {
     pub fn iter(&self, cpu: usize) -> Option<RingBufferIter<'_>> {
         let c = self.cpu(cpu)?;
         c.disable_and_drain();
-        let mut it = RingBufferIter { cpu: c, page: 0, head: 0, read_stamp: 0, cache_reader_page: 0, cache_read: 0 };
+        let mut it = RingBufferIter {
+            cpu: c,
+            page: 0,
+            head: 0,
+            read_stamp: 0,
+            cache_reader_page: 0,
+            cache_read: 0,
+        };
         {
             let _g = c.lock_reader();
             it.reset();
@@ -507,7 +541,9 @@ impl RingBufferIter<'_> {
 
     /// Find the next data event (reader lock held): (ts, page, start, len, event length).
     fn peek_locked(&mut self) -> Option<(u64, usize, usize, usize, usize)> {
-        if self.cpu.reader_page_index() != self.cache_reader_page || self.cpu.read_count() != self.cache_read {
+        if self.cpu.reader_page_index() != self.cache_reader_page
+            || self.cpu.read_count() != self.cache_read
+        {
             // A consuming read happened: start again from the reader page.
             self.reset();
         }
