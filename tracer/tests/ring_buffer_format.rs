@@ -405,3 +405,17 @@ fn stats_text_is_linux_format() {
     s.write_to(77, false, &mut out).unwrap();
     assert!(out.contains("oldest event ts: 5000000499\nnow ts: 77\n"));
 }
+
+#[test]
+fn bytes_stat_counts_unconsumed_bytes() {
+    let rb = RingBuffer::new(1, 4 * 4080).unwrap();
+    for i in 0..3u64 {
+        // SAFETY: single-threaded test.
+        assert!(unsafe { rb.write(0, 10 + i, &[1; 24]) });
+    }
+    assert_eq!(rb.stats(0).unwrap().bytes, 3 * 28);
+    rb.consume(0).unwrap();
+    assert_eq!(rb.stats(0).unwrap().bytes, 2 * 28);
+    let st = rb.stats(0).unwrap();
+    assert_eq!((st.entries, st.read_events, st.oldest_event_ts), (2, 1, 10));
+}

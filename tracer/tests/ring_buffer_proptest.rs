@@ -285,6 +285,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             cpu
         );
         prop_assert_eq!(rb.entries_cpu(cpu), 0);
+        prop_assert_eq!(rb.stats(cpu).unwrap().bytes, 0);
     }
     Ok(())
 }

@@ -292,6 +292,7 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
             "cpu {cpu}: missing events must be the overrun"
         );
         assert_eq!(st.entries, 0);
+        assert_eq!(st.bytes, 0, "no bytes left after draining");
         assert_eq!(st.commit_overrun, 0);
         if mode == ReadMode::Consume {
             assert_eq!(st.read_events, read.len() as u64);

@@ -468,7 +468,8 @@ impl RingBufferPerCpu {
             RB_PAGE_HEAD => {
                 // We own the move: account for the lost page.
                 self.overrun.fetch_add(entries, SeqCst);
-                self.entries_bytes.fetch_sub(BUF_PAGE_SIZE, Relaxed);
+                self.entries_bytes
+                    .fetch_sub(pages[next_idx].commit(), Relaxed);
             }
             RB_PAGE_UPDATE => {} // we interrupted a writer doing this
             RB_PAGE_NORMAL | RB_PAGE_MOVED => return Ok(true),
@@ -537,7 +538,6 @@ impl RingBufferPerCpu {
             page.write.fetch_sub(length, SeqCst);
             return;
         }
-        self.entries_bytes.fetch_add(BUF_PAGE_SIZE - tail, Relaxed);
         page.real_end.store(tail, Relaxed);
         if tail > BUF_PAGE_SIZE - RB_EVNT_MIN_SIZE {
             // No room for an event: null padding (time_delta 0) and give the
@@ -547,7 +547,10 @@ impl RingBufferPerCpu {
             page.write.fetch_sub(length, SeqCst);
             return;
         }
-        // A discarded event covering the rest of the page (delta must be non-zero).
+        // A discarded event covering the rest of the page (delta must be
+        // non-zero). Unlike the null padding above, readers see it, so it
+        // counts in the bytes statistic (Linux commit 45d99ea451d0, 2023).
+        self.entries_bytes.fetch_add(BUF_PAGE_SIZE - tail, Relaxed);
         // SAFETY: [tail, BUF_PAGE_SIZE) is inside our over-reservation.
         unsafe {
             page.write_u32(tail, event_header(RINGBUF_TYPE_PADDING, 1));
@@ -717,7 +720,6 @@ impl RingBufferPerCpu {
                 pages[new_head].prev.store(reader, SeqCst);
                 self.head_page.store(new_head, Relaxed);
                 self.pages_read.fetch_add(1, Relaxed);
-                self.read_bytes.fetch_add(BUF_PAGE_SIZE, Relaxed);
                 self.reader_page.store(head, Release);
                 hp.read.store(0, Relaxed);
                 let last = self.last_overrun.load(Relaxed);
@@ -756,12 +758,18 @@ impl RingBufferPerCpu {
                 Err(_) => {
                     // Corrupt page: skip the rest of it.
                     rp.read.store(commit, Relaxed);
+                    self.read_bytes
+                        .fetch_add(commit.saturating_sub(read), Relaxed);
                 }
                 Ok((ev, len)) => match ev.kind {
-                    EventKind::Padding => rp.read.store(read + len, Relaxed),
+                    EventKind::Padding => {
+                        rp.read.store(read + len, Relaxed);
+                        self.read_bytes.fetch_add(len, Relaxed);
+                    }
                     EventKind::TimeExtend | EventKind::TimeStamp => {
                         self.read_stamp.store(ev.ts, Relaxed);
                         rp.read.store(read + len, Relaxed);
+                        self.read_bytes.fetch_add(len, Relaxed);
                     }
                     EventKind::Data => {
                         let data_start = ev.payload.as_ptr() as usize - data.as_ptr() as usize;
@@ -793,6 +801,7 @@ impl RingBufferPerCpu {
     pub(crate) fn advance_found(&self, f: &Found) {
         let p = &self.pages()[f.page];
         p.read.store(f.pos + f.len, Relaxed);
+        self.read_bytes.fetch_add(f.len, Relaxed);
         self.read.fetch_add(1, Relaxed);
         self.read_stamp.store(f.ts, Relaxed);
         self.lost_events.store(0, Relaxed);
@@ -842,6 +851,7 @@ impl RingBufferPerCpu {
                     }
                     EventKind::Padding => {}
                 }
+                self.read_bytes.fetch_add(len, Relaxed);
                 rpos += len;
                 pos += len;
             }
@@ -851,7 +861,7 @@ impl RingBufferPerCpu {
         } else {
             // The whole page, which the writer has left: hand it out.
             self.read.fetch_add(rp.nr_entries(), Relaxed);
-            self.read_bytes.fetch_add(BUF_PAGE_SIZE, Relaxed);
+            self.read_bytes.fetch_add(commit, Relaxed);
             // SAFETY: as above.
             let data = unsafe { rp.committed(commit) };
             let real_end = rp.real_end.load(Relaxed);
@@ -1058,7 +1068,7 @@ impl RingBufferPerCpu {
             let drop_data = data_pages.saturating_sub(nr);
             for &d in &order[..drop_data] {
                 s.overrun.fetch_add(pages[d].nr_entries(), Relaxed);
-                s.entries_bytes.fetch_sub(BUF_PAGE_SIZE, Relaxed);
+                s.entries_bytes.fetch_sub(pages[d].commit(), Relaxed);
             }
             let keep_data = &order[drop_data..data_pages];
             let free = &order[data_pages..];
