@@ -63,6 +63,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "exit" => exit(args),
         "crash" => panic!("crash command typed in the shell"),
         "work" => super::work::run(args, out),
+        "trace-export" => crate::trace::export::command(args),
         "cat" | "head" | "tail" | "grep" | "wc" => filter_first(argv, out),
         _ => println!("sh: {}: not found", cmd),
     }

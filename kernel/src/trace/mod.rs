@@ -3,6 +3,7 @@
 //! (`trace`), the tracers, the tracefs files, and the glue between the
 //! tracer logic in the `tracer` crate and this kernel.
 pub mod control;
+pub mod export;
 pub mod ftrace;
 pub mod functions;
 pub mod ksyms;
@@ -16,7 +17,8 @@ pub fn init() {
     let root = crate::fs::tracefs::root();
     let result = ftrace::init_tracefs(&root)
         .and_then(|_| trace::init_options_files(&root))
-        .and_then(|_| functions::init(&root));
+        .and_then(|_| functions::init(&root))
+        .and_then(|_| export::init_tracefs(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }
