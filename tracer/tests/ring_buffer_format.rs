@@ -308,6 +308,11 @@ fn iterator_does_not_consume_and_pauses_recording() {
     {
         let mut it = rb.iter(0).unwrap();
         assert_eq!(it.peek_ts(), Some(1));
+        // No resizing under an open iterator (Linux: -EBUSY).
+        assert_eq!(
+            rb.resize(tracer::ring_buffer::Cpus::All, 8 * 4080),
+            Err(tracer::ring_buffer::RingBufferError::Busy)
+        );
         // Recording is stopped while iterating (as Linux's `trace` file).
         // SAFETY: single-threaded test.
         assert!(!unsafe { rb.write(0, 1000, b"x") });

@@ -8,7 +8,7 @@ use core::cell::UnsafeCell;
 use super::event::*;
 use super::page::{BufferPage, RB_WRITE_INTCNT, RB_WRITE_MASK};
 use super::sync::{spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use super::AllocError;
+use super::{AllocError, RingBufferError};
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
@@ -95,6 +95,9 @@ pub(crate) struct RingBufferPerCpu {
     /// disabled" are totally ordered: a writer increments and sees any
     /// earlier disable; a disabler sees every writer that got in before it.
     state: AtomicUsize,
+    /// Non-consuming iterators alive (Linux's `resize_disabled`): resizing
+    /// would invalidate their page indexes, so it fails with `Busy`.
+    pub(crate) resize_disabled: AtomicUsize,
     reader_lock: AtomicBool,
 }
 
@@ -174,6 +177,7 @@ impl RingBufferPerCpu {
             write_stamp: AtomicU64::new(0),
             before_stamp: AtomicU64::new(0),
             state: AtomicUsize::new(0),
+            resize_disabled: AtomicUsize::new(0),
             reader_lock: AtomicBool::new(false),
         })
     }
@@ -1035,7 +1039,8 @@ impl RingBufferPerCpu {
     /// fit; when shrinking a buffer with more data pages than `nr`, the
     /// oldest pages go and their events are counted in `overrun` (as Linux's
     /// rb_remove_pages does).
-    pub(crate) fn resize(&self, nr: usize) -> Result<(), AllocError> {
+    /// The caller serialises resizes (`RingBuffer::resize` holds a lock).
+    pub(crate) fn resize(&self, nr: usize) -> Result<(), RingBufferError> {
         let cur = self.nr_pages.load(Relaxed);
         if nr == cur {
             return Ok(());
@@ -1050,6 +1055,9 @@ impl RingBufferPerCpu {
         order.try_reserve_exact(cur).map_err(|_| AllocError)?;
 
         self.with_quiesced(move |s, pages| {
+            if s.resize_disabled.load(Relaxed) != 0 {
+                return Err(RingBufferError::Busy);
+            }
             let reader = s.reader_page.load(Relaxed);
             let tail = s.tail_page.load(Relaxed);
             // Ring order from the head.
@@ -1114,8 +1122,8 @@ impl RingBufferPerCpu {
             }
             *pages = table;
             drop(slots);
-        });
-        Ok(())
+            Ok(())
+        })
     }
 
     // ---------------------------------------------------------------

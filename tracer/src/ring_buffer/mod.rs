@@ -70,6 +70,7 @@ mod sync;
 
 use alloc::vec::Vec;
 use core::fmt;
+use core::marker::PhantomData;
 
 use cpu::{Found, Reserved, RingBufferPerCpu, RB_BUFFER_OFF};
 pub use event::{
@@ -95,6 +96,8 @@ pub enum RingBufferError {
     Alloc,
     /// No such CPU.
     InvalidCpu,
+    /// A non-consuming iterator is open on the CPU (Linux: -EBUSY).
+    Busy,
 }
 
 impl From<AllocError> for RingBufferError {
@@ -179,6 +182,8 @@ pub struct RingBuffer {
     overwrite: AtomicBool,
     /// Buffer-wide `record_disabled` (counter, plus `RB_BUFFER_OFF` for tracing_on).
     record_disabled: AtomicUsize,
+    /// Serialises resizes (Linux's `buffer->mutex`).
+    resize_lock: AtomicBool,
 }
 
 /// A reserved event, from [`RingBuffer::lock_reserve`]. Fill
@@ -188,6 +193,8 @@ pub struct RingBuffer {
 pub struct Reservation<'a> {
     cpu: &'a RingBufferPerCpu,
     r: Reserved,
+    /// Committed on the CPU (thread) that reserved it: not `Send`.
+    _not_send: PhantomData<*mut ()>,
 }
 
 impl Reservation<'_> {
@@ -231,6 +238,7 @@ impl RingBuffer {
             cpus,
             overwrite: AtomicBool::new(true),
             record_disabled: AtomicUsize::new(0),
+            resize_lock: AtomicBool::new(false),
         })
     }
 
@@ -266,13 +274,21 @@ impl RingBuffer {
     /// `ring_buffer_resize`, safe while writers run: new pages are allocated
     /// first, then each CPU briefly stops recording (writers fail, uncounted)
     /// while its ring is relinked. Shrinking below the data present drops
-    /// the oldest pages into `overrun`.
+    /// the oldest pages into `overrun`. Fails with `Busy` while an iterator
+    /// is open on a selected CPU (CPUs before it are already resized).
     pub fn resize(&self, cpus: Cpus, size_bytes: usize) -> Result<(), RingBufferError> {
         let nr = nr_pages_for(size_bytes);
-        for c in self.select(cpus)? {
-            c.resize(nr)?;
+        let sel = self.select(cpus)?;
+        while self
+            .resize_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            sync::spin_loop();
         }
-        Ok(())
+        let r = sel.iter().try_for_each(|c| c.resize(nr));
+        self.resize_lock.store(false, Ordering::Release);
+        r
     }
 
     /// `ring_buffer_reset`: empty every CPU and clear its counters.
@@ -363,7 +379,11 @@ impl RingBuffer {
     pub unsafe fn lock_reserve(&self, cpu: usize, len: usize, ts: u64) -> Option<Reservation<'_>> {
         let c = self.cpu(cpu)?;
         let r = c.lock_reserve(len, ts, self.overwrite(), &self.record_disabled)?;
-        Some(Reservation { cpu: c, r })
+        Some(Reservation {
+            cpu: c,
+            r,
+            _not_send: PhantomData,
+        })
     }
 
     /// `ring_buffer_unlock_commit`.
@@ -501,6 +521,7 @@ impl RingBuffer {
     pub fn iter(&self, cpu: usize) -> Option<RingBufferIter<'_>> {
         let c = self.cpu(cpu)?;
         c.disable_and_drain();
+        c.resize_disabled.fetch_add(1, Ordering::AcqRel);
         let mut it = RingBufferIter {
             cpu: c,
             page: 0,
@@ -618,6 +639,7 @@ impl Iterator for RingBufferIter<'_> {
 
 impl Drop for RingBufferIter<'_> {
     fn drop(&mut self) {
+        self.cpu.resize_disabled.fetch_sub(1, Ordering::AcqRel);
         self.cpu.enable();
     }
 }
