@@ -130,6 +130,26 @@ pub(crate) fn alloc_pages(nr: usize) -> Result<Vec<BufferPage>, AllocError> {
     Ok(v)
 }
 
+/// The search of `rb_set_head_page`: starting at `start`, find the page
+/// whose predecessor's `next` carries HEAD (three passes round the ring).
+/// `None` while a writer holds the flag in UPDATE.
+fn find_head(pages: &[BufferPage], start: usize) -> Option<usize> {
+    let mut page = start;
+    for _ in 0..3 {
+        loop {
+            let prev = pages[page].prev.load(SeqCst);
+            if pages[prev].next.load(SeqCst) == (page << 2 | RB_PAGE_HEAD) {
+                return Some(page);
+            }
+            page = pages[page].next.load(SeqCst) >> 2;
+            if page == start {
+                break;
+            }
+        }
+    }
+    None
+}
+
 /// Link `pages[1..]` into a ring with `pages[1]` as head (HEAD flag in
 /// `pages[n].next`) and `pages[0]` as the reader page pointing at the head.
 fn link_ring(pages: &[BufferPage]) {
@@ -632,23 +652,9 @@ impl RingBufferPerCpu {
 
     /// `rb_set_head_page`: find the page whose predecessor carries HEAD.
     fn rb_set_head_page(&self) -> Option<usize> {
-        let pages = self.pages();
-        let head = self.head_page.load(Relaxed);
-        let mut page = head;
-        for _ in 0..3 {
-            loop {
-                if self.rb_is_head_page(page, pages[page].prev.load(SeqCst)) == RB_PAGE_HEAD {
-                    self.head_page.store(page, Relaxed);
-                    return Some(page);
-                }
-                page = self.rb_inc_page(page);
-                if page == head {
-                    break;
-                }
-            }
-        }
-        // A writer is moving the head (UPDATE) right now.
-        None
+        let page = find_head(self.pages(), self.head_page.load(Relaxed))?;
+        self.head_page.store(page, Relaxed);
+        Some(page)
     }
 
     /// `rb_head_page_replace`: swap `new` in place of the head page `old`.
@@ -1061,7 +1067,9 @@ impl RingBufferPerCpu {
             let reader = s.reader_page.load(Relaxed);
             let tail = s.tail_page.load(Relaxed);
             // Ring order from the head.
-            let head = s.rb_set_head_page().unwrap_or(s.head_page.load(Relaxed));
+            // (Only `pages` is used to reach the table here: no `s.pages()`
+            // while this `&mut` is alive.)
+            let head = find_head(pages, s.head_page.load(Relaxed)).unwrap_or(1);
             let mut p = head;
             for _ in 0..cur {
                 order.push(p);
