@@ -5,7 +5,9 @@
 mod tracedat_common;
 
 use build_tools::tracedat::crc32::crc32;
-use build_tools::tracedat::frame::{decode_stream, encode_frame, read_frame, FrameError, FrameType, HEADER_LEN};
+use build_tools::tracedat::frame::{
+    decode_stream, encode_frame, read_frame, FrameError, FrameType, HEADER_LEN,
+};
 
 fn stream() -> (build_tools::tracedat::frame::Transfer, Vec<u8>) {
     let t = tracedat_common::transfer();
@@ -63,7 +65,10 @@ fn every_truncation_is_detected() {
     for cut in cuts {
         let r = decode_stream(&s[..cut]);
         assert!(
-            matches!(r, Err(FrameError::Truncated { .. }) | Err(FrameError::NoEnd { .. })),
+            matches!(
+                r,
+                Err(FrameError::Truncated { .. }) | Err(FrameError::NoEnd { .. })
+            ),
             "cut at {cut}: {r:?}"
         );
     }
@@ -85,7 +90,10 @@ fn flipped_bytes_are_detected() {
         }
         let mut bad = s.clone();
         bad[i] ^= 0x10;
-        assert!(decode_stream(&bad).is_err(), "flipped byte {i} was accepted");
+        assert!(
+            decode_stream(&bad).is_err(),
+            "flipped byte {i} was accepted"
+        );
     }
 }
 
@@ -97,7 +105,11 @@ fn a_lost_frame_is_detected() {
     let i = offsets.len() - 3;
     let mut bad = s[..offsets[i]].to_vec();
     bad.extend_from_slice(&s[offsets[i + 1]..]);
-    assert!(matches!(decode_stream(&bad), Err(FrameError::Sequence { .. })), "{:?}", decode_stream(&bad));
+    assert!(
+        matches!(decode_stream(&bad), Err(FrameError::Sequence { .. })),
+        "{:?}",
+        decode_stream(&bad)
+    );
 }
 
 #[test]
@@ -113,13 +125,19 @@ fn end_totals_are_checked() {
     let mut payload = end.payload.to_vec();
     payload[12] += 1; // CPU 0 page count
     s.extend(encode_frame(FrameType::End, 0, end.seq, &payload));
-    assert!(matches!(decode_stream(&s), Err(FrameError::Mismatch { .. })));
+    assert!(matches!(
+        decode_stream(&s),
+        Err(FrameError::Mismatch { .. })
+    ));
     // A kernel-side failure status.
     let mut s = good[..end_at].to_vec();
     let mut payload = end.payload.to_vec();
     payload[0] = 4; // EINTR
     s.extend(encode_frame(FrameType::End, 0, end.seq, &payload));
-    assert_eq!(decode_stream(&s), Err(FrameError::KernelError { status: 4 }));
+    assert_eq!(
+        decode_stream(&s),
+        Err(FrameError::KernelError { status: 4 })
+    );
 }
 
 #[test]
@@ -133,14 +151,20 @@ fn stray_bytes_and_misplaced_frames_are_detected() {
     assert!(decode_stream(&bad).is_err());
     // A page before START.
     let page = encode_frame(FrameType::Page, 0, 0, &[0; 4096]);
-    assert!(matches!(decode_stream(&page), Err(FrameError::Unexpected { .. })));
+    assert!(matches!(
+        decode_stream(&page),
+        Err(FrameError::Unexpected { .. })
+    ));
     // An unknown frame type with a valid CRC.
     let mut f = encode_frame(FrameType::Page, 0, 0, b"");
     f[4] = 9;
     let n = f.len();
     let crc = crc32(&f[4..n - 4]);
     f[n - 4..].copy_from_slice(&crc.to_le_bytes());
-    assert!(matches!(decode_stream(&f), Err(FrameError::BadType { ty: 9, .. })));
+    assert!(matches!(
+        decode_stream(&f),
+        Err(FrameError::BadType { ty: 9, .. })
+    ));
     // A length field of 4 GiB.
     let mut f = encode_frame(FrameType::File, 0, 1, b"x\0y");
     f[12..16].copy_from_slice(&u32::MAX.to_le_bytes());

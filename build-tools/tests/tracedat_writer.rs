@@ -32,7 +32,10 @@ fn trace_cmd(args: &[&str]) -> Option<String> {
     };
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "trace-cmd {args:?} failed: {stderr}\n{stdout}");
+    assert!(
+        out.status.success(),
+        "trace-cmd {args:?} failed: {stderr}\n{stdout}"
+    );
     Some(stdout + &stderr)
 }
 
@@ -61,18 +64,28 @@ fn layout_follows_the_v6_spec() {
     assert_eq!(b[13], 8, "sizeof(long)");
     assert_eq!(u32::from_le_bytes(b[14..18].try_into().unwrap()), 4096);
     assert_eq!(&b[18..30], b"header_page\0");
-    assert_eq!(u64::from_le_bytes(b[30..38].try_into().unwrap()), 205, "Linux's header_page is 205 bytes");
+    assert_eq!(
+        u64::from_le_bytes(b[30..38].try_into().unwrap()),
+        205,
+        "Linux's header_page is 205 bytes"
+    );
     // The cmdlines length is a u64: find it right before the text.
     let cmd = b"1 init\n42 worker\n";
     let at = b.windows(cmd.len()).position(|w| w == cmd).unwrap();
-    assert_eq!(u64::from_le_bytes(b[at - 8..at].try_into().unwrap()), cmd.len() as u64);
+    assert_eq!(
+        u64::from_le_bytes(b[at - 8..at].try_into().unwrap()),
+        cmd.len() as u64
+    );
     // Then the CPU count, "options  \0", UNAME, end of options, flyrecord.
     let mut p = at + cmd.len();
     assert_eq!(u32::from_le_bytes(b[p..p + 4].try_into().unwrap()), 2);
     p += 4;
     assert_eq!(&b[p..p + 10], b"options  \0");
     p += 10;
-    assert_eq!(u16::from_le_bytes(b[p..p + 2].try_into().unwrap()), OPTION_UNAME);
+    assert_eq!(
+        u16::from_le_bytes(b[p..p + 2].try_into().unwrap()),
+        OPTION_UNAME
+    );
     let size = u32::from_le_bytes(b[p + 2..p + 6].try_into().unwrap()) as usize;
     p += 6 + size;
     assert_eq!(&b[p..p + 2], &[0, 0]);
@@ -111,7 +124,10 @@ fn truncated_or_damaged_files_give_errors_not_panics() {
     // Every cut before the last CPU's data ends is an error.
     let last_end = bytes.len();
     for cut in (0..last_end).step_by(97).chain([last_end - 1]) {
-        assert!(TraceDat::parse(&bytes[..cut]).is_err(), "cut at {cut} accepted");
+        assert!(
+            TraceDat::parse(&bytes[..cut]).is_err(),
+            "cut at {cut} accepted"
+        );
     }
     // Garbage lengths anywhere in the header must not panic.
     for i in (0..3000).step_by(7) {
@@ -125,7 +141,10 @@ fn truncated_or_damaged_files_give_errors_not_panics() {
 fn transfer_without_metadata_is_refused() {
     let mut t = tracedat_common::transfer();
     t.files.remove("events/header_page");
-    assert!(trace_dat_from_transfer(&t).unwrap_err().0.contains("header_page"));
+    assert!(trace_dat_from_transfer(&t)
+        .unwrap_err()
+        .0
+        .contains("header_page"));
     let mut t = tracedat_common::transfer();
     t.files.retain(|k, _| !k.starts_with("events/ftrace/"));
     assert!(trace_dat_from_transfer(&t).is_err());
@@ -139,7 +158,9 @@ fn transfer_without_metadata_is_refused() {
 fn trace_cmd_dump_reads_every_section() {
     let path = temp("dump.dat");
     write(&path, &sample());
-    let Some(out) = trace_cmd(&["dump", "--summary", "-i", path.to_str().unwrap()]) else { return };
+    let Some(out) = trace_cmd(&["dump", "--summary", "-i", path.to_str().unwrap()]) else {
+        return;
+    };
     for want in [
         "6\t[Version]",
         "8\t[Bytes in a long]",
@@ -155,7 +176,13 @@ fn trace_cmd_dump_reads_every_section() {
         assert!(out.contains(want), "trace-cmd dump lacks {want:?}:\n{out}");
     }
     let out = trace_cmd(&["dump", "--ftrace-events", "-i", path.to_str().unwrap()]).unwrap();
-    for e in ["function", "funcgraph_entry", "funcgraph_exit", "print", "kernel_stack"] {
+    for e in [
+        "function",
+        "funcgraph_entry",
+        "funcgraph_exit",
+        "print",
+        "kernel_stack",
+    ] {
         assert!(out.contains(&format!("name: {e}\n")), "{e} missing:\n{out}");
     }
 }
@@ -176,21 +203,47 @@ fn report_equals_trace_cmd_report() {
     assert!(ours.contains("|  helper_a() {"));
     assert!(ours.contains("$ 12345678901 us |    leaf_c();"));
     assert!(!ours.contains("FAILED TO PARSE"));
-    let Some(theirs) = trace_cmd(&["report", p]) else { return };
+    let Some(theirs) = trace_cmd(&["report", p]) else {
+        return;
+    };
     assert_eq!(ours, theirs);
 
-    let parent = report(&dat, &ReportOptions { parent: true, ..Default::default() }).unwrap();
+    let parent = report(
+        &dat,
+        &ReportOptions {
+            parent: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(parent.contains("do_work <-- kernel_main"));
     assert_eq!(parent, trace_cmd(&["report", "-O", "parent=1", p]).unwrap());
 
-    let cpu1 = report(&dat, &ReportOptions { cpus: vec![1], ..Default::default() }).unwrap();
+    let cpu1 = report(
+        &dat,
+        &ReportOptions {
+            cpus: vec![1],
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(cpu1.lines().skip(1).all(|l| l.contains("[001]")));
     assert_eq!(cpu1, trace_cmd(&["report", "--cpu", "1", p]).unwrap());
 
-    let prints =
-        report(&dat, &ReportOptions { events: vec!["print".into()], cpus: vec![1], ..Default::default() }).unwrap();
+    let prints = report(
+        &dat,
+        &ReportOptions {
+            events: vec!["print".into()],
+            cpus: vec![1],
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(prints.lines().count(), 2);
-    assert_eq!(prints, trace_cmd(&["report", "--cpu", "1", "-F", "print", p]).unwrap());
+    assert_eq!(
+        prints,
+        trace_cmd(&["report", "--cpu", "1", "-F", "print", p]).unwrap()
+    );
 }
 
 /// A page flagged RB_MISSED_EVENTS (with and without the stored count)
@@ -212,6 +265,8 @@ fn dropped_events_are_reported() {
     assert!(ours.contains("CPU:1 [EVENTS DROPPED]\n"));
     let path = temp("dropped.dat");
     write(&path, &dat);
-    let Some(theirs) = trace_cmd(&["report", path.to_str().unwrap()]) else { return };
+    let Some(theirs) = trace_cmd(&["report", path.to_str().unwrap()]) else {
+        return;
+    };
     assert_eq!(ours, theirs);
 }
