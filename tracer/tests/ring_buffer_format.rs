@@ -424,3 +424,17 @@ fn bytes_stat_counts_unconsumed_bytes() {
     let st = rb.stats(0).unwrap();
     assert_eq!((st.entries, st.read_events, st.oldest_event_ts), (2, 1, 10));
 }
+
+#[test]
+fn header_texts() {
+    use tracer::ring_buffer::event::{HEADER_EVENT, HEADER_PAGE};
+    // 205 bytes for an 8-byte commit (trace-dat.md, checked with trace-cmd).
+    assert_eq!(HEADER_PAGE.len(), 205);
+    assert_eq!(HEADER_PAGE.lines().count(), 4);
+    assert!(HEADER_PAGE
+        .lines()
+        .all(|l| l.starts_with("\tfield: ") && l.ends_with(';')));
+    assert!(HEADER_PAGE.contains("\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n"));
+    assert!(HEADER_EVENT.starts_with("# compressed entry header\n\ttype_len    :    5 bits\n"));
+    assert!(HEADER_EVENT.ends_with("\ttime_stamp : type == 31\n\tdata max type_len  == 28\n"));
+}

@@ -103,7 +103,7 @@ pub(crate) struct RingBufferPerCpu {
 
 // SAFETY: all shared state is atomic except the page table and the page
 // bytes. The page table is only mutated while no writer is in flight and the
-// reader lock is held (see `quiesce`); page bytes are handed from writer to
+// reader lock is held (see `with_quiesced`); page bytes are handed from writer to
 // reader through the Release/Acquire `commit` protocol described in the
 // module doc, so no byte is ever accessed by two threads without
 // synchronisation.

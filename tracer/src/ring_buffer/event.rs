@@ -13,7 +13,7 @@
 //! | 1..=28   | data, payload of `type_len * 4` bytes right after the header   |
 //! | 0        | data, `array[0]` = payload length + 4, payload after `array[0]`|
 //! | 29       | padding (`time_delta == 0`: rest of the page; else `array[0]` = length − 4) |
-//! | 30       | TIME_EXTEND: `delta = array[0] << 27 | time_delta` added to time |
+//! | 30       | TIME_EXTEND: `delta = (array[0] << 27) + time_delta` added to time |
 //! | 31       | TIME_STAMP: absolute time, same encoding (59 bits)             |
 //!
 //! An event's time is the page's `time_stamp` plus every delta before it on
@@ -360,3 +360,21 @@ pub const fn time_event(stamp: bool, val: u64) -> [u32; 2] {
         (val >> TS_SHIFT) as u32,
     ]
 }
+
+/// `events/header_page` as Linux prints it (`ring_buffer_print_page_header`)
+/// for this layout; trace.dat files carry it verbatim.
+pub const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
+
+/// `events/header_event` as Linux prints it (`ring_buffer_print_entry_header`).
+pub const HEADER_EVENT: &str = "# compressed entry header\n\
+\ttype_len    :    5 bits\n\
+\ttime_delta  :   27 bits\n\
+\tarray       :   32 bits\n\
+\n\
+\tpadding     : type == 29\n\
+\ttime_extend : type == 30\n\
+\ttime_stamp : type == 31\n\
+\tdata max type_len  == 28\n";

@@ -3,7 +3,7 @@
 //! `trace_pipe_raw` and trace.dat files can carry them unchanged.
 //!
 //! # Structure
-//! Each CPU has a [`cpu::RingBufferPerCpu`]: a ring of 4096-byte pages plus
+//! Each CPU has a `RingBufferPerCpu` (cpu.rs): a ring of 4096-byte pages plus
 //! one spare *reader page* that sits outside the ring. Four page indexes
 //! describe the state, as in Linux: `head_page` (oldest data, the next page a
 //! reader takes), `commit_page` (last page with fully committed data),
@@ -42,7 +42,9 @@
 //! previous event's time, so it writes an absolute TIME_STAMP instead of a
 //! delta. Because the reservation is a cmpxchg that fails if anyone reserved
 //! since we read the stamps, equal stamps always belong to the event just
-//! before ours.
+//! before ours. A time older than the previous event's (a clock going
+//! backwards, or an interrupt that reserved first with a later time) is
+//! raised to it, so times on one CPU never decrease.
 //!
 //! # Readers (any CPU, concurrently with writers)
 //! Readers serialise on a per-CPU reader lock (Linux's `reader_lock`); they
@@ -57,11 +59,29 @@
 //!
 //! The non-consuming [`RingBufferIter`] (for the `trace` file) stops
 //! recording on its CPU while it exists, as Linux's `ring_buffer_read_prepare`
-//! does, and restarts from the reader page if a consuming read happened
-//! meanwhile. `resize`, `reset` and the iterator stop writers on one CPU by
+//! did before 5.x (modern Linux keeps recording and detects overwrites;
+//! that is left out here), and restarts from the reader page if a consuming
+//! read happened meanwhile. `resize`, `reset` and the iterator stop writers on one CPU by
 //! raising `record_disabled` and waiting for writers in flight to finish
 //! (Linux's `synchronize_rcu`); writers that arrive meanwhile fail without
 //! being counted, like Linux's.
+//!
+//! # Use
+//! ```
+//! use tracer::ring_buffer::RingBuffer;
+//! let rb = RingBuffer::new(2, 1 << 20).unwrap(); // 2 CPUs, 1 MiB each
+//! // SAFETY: we are the only writer of CPU 0 (in the kernel: on CPU 0 with
+//! // preemption off).
+//! if let Some(mut ev) = unsafe { rb.lock_reserve(0, 8, 1_000) } {
+//!     ev.data_mut().copy_from_slice(&42u64.to_le_bytes());
+//!     rb.unlock_commit(ev);
+//! }
+//! let e = rb.consume(0).unwrap(); // trace_pipe
+//! assert_eq!((e.ts, e.lost_events), (1_000, 0));
+//! // Payloads come back rounded as Linux stores them: 8 bytes take a
+//! // 16-byte event (Linux never makes 12-byte ones), so 12 bytes of data.
+//! assert_eq!(e.data, [42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+//! ```
 
 mod cpu;
 pub mod event;
@@ -175,7 +195,7 @@ impl CpuStats {
     }
 }
 
-/// The whole buffer: one [`cpu::RingBufferPerCpu`] per CPU
+/// The whole buffer: one `RingBufferPerCpu` per CPU
 /// (Linux's `struct trace_buffer` / `struct ring_buffer`).
 pub struct RingBuffer {
     cpus: Vec<RingBufferPerCpu>,
