@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write;
 
-use tracer::ring_buffer::{decode_page, decode_page_header, EventKind, BUF_PAGE_HDR_SIZE};
+use tracer::ring_buffer::{decode_page, decode_page_header, EventKind};
 
 use super::dat::{DatError, TraceDat};
 
@@ -185,7 +185,6 @@ pub fn cpu_records(dat: &TraceDat, cpu: usize) -> Result<Vec<Record>, DatError> 
                 missed = 0;
             }
         }
-        debug_assert!(BUF_PAGE_HDR_SIZE == 16);
     }
     Ok(out)
 }

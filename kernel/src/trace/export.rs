@@ -113,7 +113,7 @@ pub fn saved_cmdlines() -> String {
         super::trace::saved_cmdlines().into_iter().collect();
     for t in crate::sched::tasks() {
         if t.pid != 0 {
-            map.entry(t.pid as u32).or_insert(t.comm);
+            map.entry(t.pid).or_insert(t.comm);
         }
     }
     let mut out = String::new();
