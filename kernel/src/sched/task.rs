@@ -44,6 +44,11 @@ pub struct Task {
     pub entry: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// Woken when the task exits.
     pub exit_wait: WaitQueue,
+    /// function_graph's shadow return stack: the real return addresses of
+    /// the traced calls in progress on this task's stack (Linux:
+    /// task_struct's ret_stack and curr_ret_stack). It travels with the
+    /// task across preemption and migration; see kernel/src/trace/fgraph.rs.
+    pub ret_stack: crate::trace::fgraph::ShadowStack,
 }
 
 // SAFETY: `saved_sp` is only accessed by the CPU that switches the task in or
@@ -81,6 +86,7 @@ impl Task {
             _stack: stack,
             entry: Mutex::new(entry),
             exit_wait: WaitQueue::new(),
+            ret_stack: crate::trace::fgraph::ShadowStack::new(),
         }
     }
 

@@ -34,6 +34,7 @@ Commands:
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
   crash                    panic on purpose (to see a kernel panic report)
+  calltree [N]             run a small fixed call tree N times (function_graph demo)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README
 ";
@@ -63,6 +64,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "exit" => exit(args),
         "crash" => panic!("crash command typed in the shell"),
         "work" => super::work::run(args, out),
+        "calltree" => super::work::calltree(args, out),
         "trace-export" => crate::trace::export::command(args),
         "cat" | "head" | "tail" | "grep" | "wc" => filter_first(argv, out),
         _ => println!("sh: {}: not found", cmd),

@@ -377,3 +377,82 @@ fn compute_right(depth: u32, x: u64) -> u64 {
 fn compute_leaf(x: u64) -> u64 {
     black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59)
 }
+
+// ---------------------------------------------------------------- calltree
+
+/// `calltree [N]`: runs a small fixed call tree N times (default 1) on the
+/// shell's own task and prints the result. function_graph tests expect its
+/// exact shape:
+///
+/// ```text
+/// calltree_root() {
+///   calltree_leaf();
+///   calltree_pair() {
+///     calltree_leaf();
+///     calltree_leaf();
+///   }
+///   calltree_chain() {
+///     calltree_chain() {
+///       calltree_chain() {
+///         calltree_leaf();
+///       }
+///     }
+///   }
+///   calltree_wide();
+/// }
+/// ```
+///
+/// `calltree_wide` returns a 128-bit value (rax and rdx), so a tracer that
+/// loses either register changes the result.
+pub fn calltree(args: &[String], out: &mut Output) {
+    let n = match args.first() {
+        None => 1,
+        Some(a) => match a.parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => {
+                println!("calltree: invalid number '{}'", a);
+                return;
+            }
+        },
+    };
+    let mut sum: u64 = 0;
+    for i in 0..n {
+        sum = sum.wrapping_add(calltree_root(black_box(i)));
+    }
+    out.emit_str("calltree", &format!("calltree: {} iterations, result {}\n", n, sum));
+}
+
+#[inline(never)]
+fn calltree_root(x: u64) -> u64 {
+    let a = calltree_leaf(x);
+    let b = calltree_pair(x);
+    let c = calltree_chain(2, x);
+    let w = calltree_wide(x);
+    a ^ b.rotate_left(7) ^ c.rotate_left(13) ^ (w as u64) ^ ((w >> 64) as u64).rotate_left(29)
+}
+
+#[inline(never)]
+fn calltree_pair(x: u64) -> u64 {
+    calltree_leaf(x.wrapping_add(1))
+        .wrapping_mul(31)
+        .wrapping_add(calltree_leaf(x.wrapping_add(2)))
+}
+
+#[inline(never)]
+fn calltree_chain(n: u32, x: u64) -> u64 {
+    if n == 0 {
+        calltree_leaf(x)
+    } else {
+        calltree_chain(n - 1, black_box(x.wrapping_mul(5).wrapping_add(3))).wrapping_add(1)
+    }
+}
+
+#[inline(never)]
+fn calltree_leaf(x: u64) -> u64 {
+    black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40)
+}
+
+#[inline(never)]
+fn calltree_wide(x: u64) -> u128 {
+    black_box((x as u128).wrapping_mul(0x1234_5678_9abc_def1_0fed_cba9_8765_4321))
+}

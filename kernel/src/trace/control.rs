@@ -108,6 +108,23 @@ pub fn wake_pipe_readers() {
 
 static TRACE_BUFFER: Mutex<Option<&'static dyn TraceBuffer>> = Mutex::new(None);
 
+/// A tracer's own `trace_pipe` reader: printer state kept from one event to
+/// the next (function_graph's per-CPU depth, leaf look-ahead and last pid).
+/// Linux: the tracer's `pipe_open` hook and the iterator's private data.
+pub trait PipeReader: Send {
+    /// As [`TraceBuffer::consume_event`].
+    fn consume_event(&mut self, out: &mut String) -> bool;
+}
+
+/// Tracers with a [`PipeReader`]: (tracer name, open hook).
+static PIPE_OPENERS: Mutex<Vec<(&'static str, fn() -> Box<dyn PipeReader>)>> = Mutex::new(Vec::new());
+
+/// Gives the tracer called `name` its own `trace_pipe` reader, created when
+/// the pipe is opened while it is the current tracer.
+pub fn register_pipe_open(name: &'static str, open: fn() -> Box<dyn PipeReader>) {
+    PIPE_OPENERS.lock().push((name, open));
+}
+
 /// Installs the ring buffer that `trace` shows.
 pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
     *TRACE_BUFFER.lock() = Some(buffer);
@@ -360,6 +377,9 @@ struct TracePipe {
     /// Something has been returned (Linux's `iter->pos != 0`).
     has_read: bool,
     nonblock: bool,
+    /// The current tracer's reader, if it has one (the tracer cannot change
+    /// while the pipe is open).
+    reader: Option<Box<dyn PipeReader>>,
 }
 
 fn trace_buffer() -> Option<&'static dyn TraceBuffer> {
@@ -386,7 +406,10 @@ impl OpenFile for TracePipe {
             if let Some(buffer) = trace_buffer() {
                 // Consume events until the reader's buffer is full.
                 let mut text = String::new();
-                while text.len() < buf.len() && buffer.consume_event(&mut text) {}
+                match self.reader.as_mut() {
+                    Some(r) => while text.len() < buf.len() && r.consume_event(&mut text) {},
+                    None => while text.len() < buf.len() && buffer.consume_event(&mut text) {},
+                }
                 if !text.is_empty() {
                     self.pending = text.into_bytes();
                     self.pos = 0;
@@ -412,12 +435,16 @@ impl OpenFile for TracePipe {
 }
 
 fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let _guard = TRACE_TYPES_LOCK.lock();
     TRACE_REF.fetch_add(1, Ordering::SeqCst);
+    let name = current_tracer().name;
+    let open = PIPE_OPENERS.lock().iter().find(|(n, _)| *n == name).map(|(_, open)| *open);
     Ok(Box::new(TracePipe {
         pending: Vec::new(),
         pos: 0,
         has_read: false,
         nonblock: flags.nonblock(),
+        reader: open.map(|open| open()),
     }))
 }
 

@@ -56,7 +56,7 @@ impl FuncNames for RecordNames {
 }
 
 #[inline(always)]
-fn pid_allowed() -> bool {
+pub(crate) fn pid_allowed() -> bool {
     if !PID_FILTER_ON.load(Ordering::Relaxed) {
         return true;
     }
@@ -77,6 +77,10 @@ extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOp
             // SAFETY: ftrace_caller passes the address of the stack slot
             // holding the traced function's return address.
             let parent_ip = unsafe { *parent_slot };
+            // A caller hijacked by function_graph returns to
+            // return_to_handler: report the real caller (Linux:
+            // ftrace_graph_ret_addr in function_trace_call).
+            let parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
             let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
             trace_buffer_write(tr, FtraceEntry::SIZE, |buf| {
                 let _ = FtraceEntry { ent, ip, parent_ip }.encode(buf);
@@ -157,6 +161,8 @@ fn apply_filter() -> Result<(), Errno> {
         (wanted_by_filter(&f), probes)
     };
     FUNCTION_OPS.set_wanted(&traces);
+    // function_graph shares the global filter (Linux: graph_ops uses global_ops' hashes).
+    super::fgraph::GRAPH_OPS.set_wanted(&traces);
     let any_probe = probes.iter().any(|&b| b);
     PROBE_OPS.set_wanted(&probes);
     let registered = PROBE_ACTIVE.load(Ordering::Relaxed);
@@ -193,6 +199,7 @@ fn stack_trace_option() -> bool {
 /// Called when an option changes: keeps the callback's copy current.
 pub fn options_changed() {
     STACK_TRACE.store(stack_trace_option(), Ordering::Relaxed);
+    super::graph::options_changed();
 }
 
 /// The function tracer (Linux: function_trace in trace_functions.c).

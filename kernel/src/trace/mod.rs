@@ -4,8 +4,10 @@
 //! tracer logic in the `tracer` crate and this kernel.
 pub mod control;
 pub mod export;
+pub mod fgraph;
 pub mod ftrace;
 pub mod functions;
+pub mod graph;
 pub mod ksyms;
 pub mod trace;
 
@@ -18,6 +20,7 @@ pub fn init() {
     let result = ftrace::init_tracefs(&root)
         .and_then(|_| trace::init_options_files(&root))
         .and_then(|_| functions::init(&root))
+        .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");

@@ -5,6 +5,7 @@ pub mod acpi;
 pub mod apic;
 pub mod boot;
 pub mod entry;
+pub mod fgraph;
 pub mod ftrace;
 pub mod gdt;
 pub mod idt;

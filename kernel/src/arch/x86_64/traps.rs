@@ -178,9 +178,13 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
 }
 
 /// Walks the frame-pointer chain from `rbp` and prints each return address
-/// (Linux: show_trace_log_lvl with the frame-pointer unwinder).
+/// (Linux: show_trace_log_lvl with the frame-pointer unwinder). A return
+/// address that function_graph replaced by `return_to_handler` is printed
+/// as Linux does: the handler as an unreliable `?` hint, then the real
+/// caller from the task's shadow stack (ftrace_graph_ret_addr).
 pub fn print_backtrace(mut rbp: u64) {
     crate::println!("Call Trace:");
+    let mut graph_idx = 0;
     for _ in 0..32 {
         if rbp < 0xffff_8000_0000_0000 || rbp % 8 != 0 || !super::paging::is_mapped(rbp, 16) {
             break;
@@ -191,7 +195,11 @@ pub fn print_backtrace(mut rbp: u64) {
         if ret == 0 {
             break;
         }
-        crate::println!(" [<{:016x}>] {}", ret, crate::trace::ksyms::describe(ret));
+        let real = crate::trace::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8);
+        if real != ret {
+            crate::println!(" [<{:016x}>] ? {}", ret, crate::trace::ksyms::describe(ret));
+        }
+        crate::println!(" [<{:016x}>] {}", real, crate::trace::ksyms::describe(real));
         if next <= rbp {
             break;
         }

@@ -1,0 +1,406 @@
+//! The function_graph tracer (Linux: kernel/trace/trace_functions_graph.c,
+//! and the set_graph_* files of kernel/trace/ftrace.c).
+//!
+//! `echo function_graph > current_tracer` registers this tracer's hooks with
+//! the graph core (`fgraph`): every call site enabled by `set_ftrace_filter`
+//! / `set_ftrace_notrace` reaches [`trace_graph_entry`]. If the call is
+//! wanted it records a TRACE_GRAPH_ENT event `{func, depth}` and returns
+//! true, so the core hijacks the return address; when the function returns,
+//! [`trace_graph_return`] records TRACE_GRAPH_RET `{func, depth, overrun,
+//! calltime, rettime}`. The `tracer` crate turns those pairs back into
+//! Linux's nested text (`func() {`, `func();` for a leaf, `}`).
+//!
+//! What decides whether a call is wanted, in Linux's order:
+//! 1. inside a `set_graph_notrace` function: nothing below it is traced;
+//!    a `set_graph_notrace` function itself is hijacked but not recorded,
+//!    so its return clears that state;
+//! 2. `set_ftrace_pid`;
+//! 3. `set_graph_function`: if set, only those functions and everything
+//!    they call (a per-task flag remembers the depth of the selected call);
+//! 4. `max_graph_depth`: depth 0 is the outermost traced call;
+//! 5. `funcgraph-irqs` off: nothing in hardirq context, unless the
+//!    interrupt itself entered a set_graph_function function;
+//! 6. `tracing_thresh` (µs): record no entries, and only the returns of
+//!    calls that lasted at least that long.
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use spin::{Lazy, Mutex, Once};
+use tracer::entry::{GraphEntEntry, GraphRetEntry, TRACE_GRAPH_ENT, TRACE_GRAPH_RET};
+use tracer::filter::{GraphFile, GraphFilter};
+use tracer::options::{graph_flags, Tracer as TracerKind};
+use tracer::output::header::{BufferStats, LatencyInfo};
+use tracer::output::merge::TraceRecord;
+use tracer::output::{EventSource, NoTasks, OutputConfig, TraceIter};
+
+use super::control::{self, PipeReader, Tracer};
+use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack, GRAPH_OPS};
+use super::ftrace;
+use super::functions::{RecordNames, FILTER};
+use super::trace::{
+    global_trace, trace_buffer_write, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
+    TaskTable, TraceArray,
+};
+use crate::fs::tracefs::{self, parse_ulong, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::{Errno, OpenFile, OpenFlags};
+
+/// `max_graph_depth` (Linux: fgraph_max_depth), 0 = no limit.
+static MAX_DEPTH: AtomicU32 = AtomicU32::new(0);
+/// `tracing_thresh` in ns (Linux keeps it in ns and shows µs).
+static TRACING_THRESH: AtomicU64 = AtomicU64::new(0);
+/// `funcgraph-irqs` is off (Linux: ftrace_graph_skip_irqs).
+static SKIP_IRQS: AtomicBool = AtomicBool::new(false);
+
+/// A set of records readable without a lock by the entry callback
+/// (Linux: ftrace_graph_hash / ftrace_graph_notrace_hash, under RCU).
+struct GraphHash {
+    bits: Once<Box<[AtomicU64]>>,
+    nonempty: AtomicBool,
+}
+
+impl GraphHash {
+    const fn new() -> GraphHash {
+        GraphHash { bits: Once::new(), nonempty: AtomicBool::new(false) }
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        self.bits.call_once(|| (0..ftrace::records().len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    fn store(&self, f: &GraphFilter) {
+        let n = ftrace::records().len();
+        for (w, word) in self.words().iter().enumerate() {
+            let bits = (0..64)
+                .filter(|b| w * 64 + b < n && f.contains(w * 64 + b))
+                .fold(0u64, |a, b| a | (1 << b));
+            word.store(bits, Ordering::Relaxed);
+        }
+        self.nonempty.store(!f.hash.is_empty(), Ordering::SeqCst);
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        !self.nonempty.load(Ordering::Relaxed)
+    }
+
+    /// True if the function at call site `func` is in the set.
+    #[inline(always)]
+    fn contains(&self, func: u64) -> bool {
+        let Some(i) = ftrace::record_index(func) else { return false };
+        self.words().get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+}
+
+static GRAPH_HASH: GraphHash = GraphHash::new();
+static NOTRACE_HASH: GraphHash = GraphHash::new();
+static GRAPH_FILTER: Lazy<Mutex<GraphFilter>> = Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Function)));
+static NOTRACE_FILTER: Lazy<Mutex<GraphFilter>> = Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Notrace)));
+
+#[inline(always)]
+fn in_hardirq() -> bool {
+    crate::arch::percpu::in_irq()
+}
+
+/// Linux: ftrace_graph_ignore_func (with ftrace_graph_addr inlined).
+#[inline(always)]
+fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if rs.bits.load(Ordering::Relaxed) & task_bits::GRAPH == 0 && !GRAPH_HASH.is_empty() {
+        if !GRAPH_HASH.contains(trace.func) {
+            return true;
+        }
+        // Everything this call makes is traced, until it returns.
+        rs.graph_depth.store(trace.depth, Ordering::Relaxed);
+        if in_hardirq() {
+            rs.bits.fetch_or(task_bits::GRAPH | task_bits::IRQ, Ordering::Relaxed);
+        } else {
+            rs.bits.fetch_and(!task_bits::IRQ, Ordering::Relaxed);
+            rs.bits.fetch_or(task_bits::GRAPH, Ordering::Relaxed);
+        }
+    }
+    let max = MAX_DEPTH.load(Ordering::Relaxed);
+    trace.depth < 0 || (max != 0 && trace.depth as u32 >= max)
+}
+
+/// The entry hook (Linux: trace_graph_entry). True: hijack the return.
+fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if rs.bits.load(Ordering::Relaxed) & task_bits::NOTRACE != 0 {
+        return false;
+    }
+    if !NOTRACE_HASH.is_empty() && NOTRACE_HASH.contains(trace.func) {
+        // Hijacked so that its return clears the bit; nothing recorded.
+        rs.bits.fetch_or(task_bits::NOTRACE, Ordering::Relaxed);
+        return true;
+    }
+    if !super::functions::pid_allowed() {
+        return false;
+    }
+    if ftrace_graph_ignore_func(trace, rs) {
+        return false;
+    }
+    // Linux: ftrace_graph_ignore_irqs.
+    if SKIP_IRQS.load(Ordering::Relaxed) && rs.bits.load(Ordering::Relaxed) & task_bits::IRQ == 0 && in_hardirq() {
+        return false;
+    }
+    if TRACING_THRESH.load(Ordering::Relaxed) != 0 {
+        return true;
+    }
+    // Linux returns 0 when the ring buffer refuses the event (recording off).
+    if !control::tracing_is_on() {
+        return false;
+    }
+    let Some(tr) = global_trace() else { return false };
+    let ent = trace_entry(TRACE_GRAPH_ENT, tracing_gen_ctx_dec());
+    let e = GraphEntEntry { ent, func: trace.func, depth: trace.depth };
+    trace_buffer_write(tr, GraphEntEntry::SIZE, |buf| {
+        let _ = e.encode(buf);
+    })
+}
+
+/// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).
+fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
+    // Linux: ftrace_graph_addr_finish.
+    let bits = rs.bits.load(Ordering::Relaxed);
+    if bits & task_bits::GRAPH != 0 && trace.depth == rs.graph_depth.load(Ordering::Relaxed) {
+        rs.bits.fetch_and(!task_bits::GRAPH, Ordering::Relaxed);
+    }
+    if bits & task_bits::NOTRACE != 0 {
+        rs.bits.fetch_and(!task_bits::NOTRACE, Ordering::Relaxed);
+        return;
+    }
+    let thresh = TRACING_THRESH.load(Ordering::Relaxed);
+    if !tracer::graph::thresh_records_return(thresh, trace.calltime, trace.rettime) {
+        return;
+    }
+    if !control::tracing_is_on() {
+        return;
+    }
+    let Some(tr) = global_trace() else { return };
+    let ent = trace_entry(TRACE_GRAPH_RET, tracing_gen_ctx_dec());
+    let r = GraphRetEntry {
+        ent,
+        func: trace.func,
+        depth: trace.depth,
+        overrun: trace.overrun,
+        calltime: trace.calltime,
+        rettime: trace.rettime,
+    };
+    trace_buffer_write(tr, GraphRetEntry::SIZE, |buf| {
+        let _ = r.encode(buf);
+    });
+}
+
+/// This tracer's hooks in the graph core (Linux: funcgraph_ops).
+static FUNCGRAPH_OPS: FgraphOps = FgraphOps { entryfunc: trace_graph_entry, retfunc: trace_graph_return };
+
+/// The records set_ftrace_filter/notrace select (graph_ops shares the
+/// global filter, as Linux's graph_ops uses global_ops' hashes).
+fn filter_wanted() -> Vec<bool> {
+    let f = FILTER.lock();
+    (0..ftrace::records().len()).map(|i| f.traces(i)).collect()
+}
+
+fn graph_trace_init() -> Result<(), Errno> {
+    GRAPH_OPS.set_wanted(&filter_wanted());
+    options_changed();
+    fgraph::register_ftrace_graph(&FUNCGRAPH_OPS)
+}
+
+fn graph_trace_reset() {
+    fgraph::unregister_ftrace_graph(&FUNCGRAPH_OPS);
+}
+
+/// `print_graph_headers`: the column titles instead of the default header.
+fn graph_print_header(out: &mut String, entries: u64, written: u64) {
+    let Some(tr) = global_trace() else { return };
+    let options = tr.options.lock().clone();
+    let cfg = OutputConfig::new(&options, TracerKind::FunctionGraph, &KernelSymbols, &NoTasks, tr.nr_cpus as u32);
+    let stats = BufferStats { entries, written, online_cpus: crate::arch::nr_cpus() as u32 };
+    let lat = LatencyInfo { preempt_model: "preempt", ..LatencyInfo::default() };
+    tracer::graph::print_graph_headers(out, &cfg, &stats, &lat, entries == 0);
+}
+
+/// The function_graph tracer (Linux: graph_trace).
+pub static GRAPH_TRACE: Tracer = Tracer {
+    name: "function_graph",
+    init: Some(graph_trace_init),
+    reset: Some(graph_trace_reset),
+    start: None,
+    stop: None,
+    print_header: Some(graph_print_header),
+};
+
+/// Keeps the callbacks' copies of the graph options current (called when
+/// an option file changes).
+pub fn options_changed() {
+    if let Some(tr) = global_trace() {
+        let flags = tr.options.lock().tracer_flags(TracerKind::FunctionGraph);
+        SKIP_IRQS.store(flags & graph_flags::PRINT_IRQS == 0, Ordering::Relaxed);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// trace_pipe: function_graph keeps per-CPU printer state across reads
+// (Linux: graph_trace_open as the tracer's pipe_open).
+
+/// Events of the ring buffer as the printer's event source, consuming.
+struct RingSource<'a> {
+    tr: &'a TraceArray,
+    peeked: Vec<Option<TraceRecord>>,
+}
+
+fn record(ts: u64, payload: &[u8], lost: u64) -> TraceRecord {
+    let mut r = TraceRecord::new(ts, payload.to_vec());
+    r.lost_events = lost;
+    r
+}
+
+impl EventSource for RingSource<'_> {
+    fn next_event(&mut self) -> Option<(usize, TraceRecord)> {
+        let (_, cpu) = (0..self.tr.nr_cpus).filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| (ts, c))).min()?;
+        self.next_cpu(cpu).map(|r| (cpu, r))
+    }
+    fn peek_next_ts(&mut self) -> Option<u64> {
+        (0..self.tr.nr_cpus).filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| ts)).min()
+    }
+    fn peek_cpu(&mut self, cpu: usize) -> Option<&TraceRecord> {
+        let slot = self.peeked.get_mut(cpu)?;
+        if slot.is_none() {
+            *slot = self.tr.buffer.peek_with(cpu, record);
+        }
+        slot.as_ref()
+    }
+    fn next_cpu(&mut self, cpu: usize) -> Option<TraceRecord> {
+        if let Some(slot) = self.peeked.get_mut(cpu) {
+            *slot = None;
+        }
+        self.tr.buffer.consume_with(cpu, record)
+    }
+}
+
+/// An open trace_pipe while function_graph is the tracer.
+struct GraphPipe {
+    graph: tracer::graph::GraphState,
+}
+
+impl PipeReader for GraphPipe {
+    fn consume_event(&mut self, out: &mut String) -> bool {
+        let Some(tr) = global_trace() else { return false };
+        let mut src = RingSource { tr, peeked: (0..tr.nr_cpus).map(|_| None).collect() };
+        let Some((cpu, rec)) = src.next_event() else { return false };
+        let options = tr.options.lock().clone();
+        let tasks = TaskTable::snapshot();
+        let mut cfg = OutputConfig::new(&options, TracerKind::FunctionGraph, &KernelSymbols, &tasks, tr.nr_cpus as u32);
+        cfg.time_in_ns = trace_clock_in_ns();
+        let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
+        core::mem::swap(&mut iter.graph, &mut self.graph);
+        iter.print_record(&mut src, cpu, &rec, out);
+        core::mem::swap(&mut iter.graph, &mut self.graph);
+        true
+    }
+}
+
+fn graph_pipe_open() -> Box<dyn PipeReader> {
+    let nr = global_trace().map_or(1, |tr| tr.nr_cpus);
+    Box::new(GraphPipe { graph: tracer::graph::GraphState::new(nr) })
+}
+
+// ---------------------------------------------------------------------------
+// Files
+
+/// An open set_graph_function / set_graph_notrace: edits a copy, installed
+/// on close if every write succeeded (Linux: ftrace_graph_open/write/release).
+struct GraphFileOpen {
+    text: SeqFile,
+    kind: GraphFile,
+    copy: Option<GraphFilter>,
+    failed: bool,
+}
+
+fn graph_filter(kind: GraphFile) -> (&'static Mutex<GraphFilter>, &'static GraphHash) {
+    match kind {
+        GraphFile::Function => (&GRAPH_FILTER, &GRAPH_HASH),
+        GraphFile::Notrace => (&NOTRACE_FILTER, &NOTRACE_HASH),
+    }
+}
+
+impl OpenFile for GraphFileOpen {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.text.read(buf)
+    }
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
+        let mut attempt = copy.clone();
+        match attempt.write(false, buf, &RecordNames) {
+            Ok(()) => {
+                *copy = attempt;
+                Ok(buf.len())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e.into())
+            }
+        }
+    }
+    fn release(&mut self) {
+        if let Some(copy) = self.copy.take() {
+            if !self.failed {
+                let (filter, hash) = graph_filter(self.kind);
+                hash.store(&copy);
+                *filter.lock() = copy;
+            }
+        }
+    }
+}
+
+fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = graph_filter(kind).0.lock().clone();
+    let text = SeqFile::new(current.read(&RecordNames));
+    let copy = flags.writable().then(|| {
+        let mut c = current.clone();
+        if flags.truncate() {
+            let _ = c.write(true, b"", &RecordNames);
+        }
+        c
+    });
+    Ok(Box::new(GraphFileOpen { text, kind, copy, failed: false }))
+}
+
+/// Registers the tracer and creates its files.
+pub fn init(root: &Dentry) -> Result<(), Errno> {
+    control::register_tracer(&GRAPH_TRACE)?;
+    control::register_pipe_open(GRAPH_TRACE.name, graph_pipe_open);
+    tracefs::create_file(root, "set_graph_function", TRACE_MODE_WRITE, |f| {
+        graph_file_open(GraphFile::Function, f)
+    })?;
+    tracefs::create_file(root, "set_graph_notrace", TRACE_MODE_WRITE, |f| graph_file_open(GraphFile::Notrace, f))?;
+    tracefs::create_show_store(
+        root,
+        "max_graph_depth",
+        TRACE_MODE_WRITE,
+        || format!("{}\n", MAX_DEPTH.load(Ordering::Relaxed) as i32),
+        Some(|text: &str| {
+            MAX_DEPTH.store(parse_ulong(text)? as u32, Ordering::Relaxed);
+            Ok(())
+        }),
+    )?;
+    tracefs::create_show_store(
+        root,
+        "tracing_thresh",
+        TRACE_MODE_WRITE,
+        || format!("{}\n", TRACING_THRESH.load(Ordering::Relaxed) / 1000),
+        Some(|text: &str| {
+            TRACING_THRESH.store(parse_ulong(text)?.wrapping_mul(1000), Ordering::Relaxed);
+            Ok(())
+        }),
+    )?;
+    control::readme_add(
+        "  set_graph_function\t- Trace the nested calls of a function (function_graph)\n  \
+         set_graph_notrace\t- Do not trace the nested calls of a function (function_graph)\n  \
+         max_graph_depth\t- Trace a limited depth of nested calls (0 is unlimited)\n  \
+         tracing_thresh\t- Any delay that exceeds this time (usecs) is recorded (function_graph: returns only)\n",
+    );
+    Ok(())
+}
