@@ -69,10 +69,15 @@ pub fn cpu_id() -> usize {
     cpu
 }
 
-/// This CPU's per-CPU area.
+/// This CPU's per-CPU area: one load through GS (`gs:[0]` holds its address).
 #[inline(always)]
 pub fn this_cpu() -> &'static PerCpu {
-    &PERCPU[cpu_id()]
+    let addr: usize;
+    // SAFETY: GS points at this CPU's PerCpu (set by `init` before any use);
+    // offset 0 is `self_addr`, the address of that static.
+    unsafe { asm!("mov {}, gs:[0]", out(reg) addr, options(nostack, preserves_flags, readonly)) };
+    // SAFETY: `addr` is the address of an element of the static PERCPU array.
+    unsafe { &*(addr as *const PerCpu) }
 }
 
 /// Another CPU's per-CPU area.
