@@ -5,6 +5,7 @@
 
 extern crate alloc;
 pub mod kallsyms;
+pub mod bench;
 pub mod ring_buffer;
 pub mod entry;
 pub mod errno;

@@ -153,7 +153,7 @@ fn wanted_by_filter(f: &FtraceFilter) -> Vec<bool> {
 }
 
 /// Applies the filter to the registered ops and re-patches the code.
-fn apply_filter() -> Result<(), Errno> {
+pub(crate) fn apply_filter() -> Result<(), Errno> {
     let (traces, probes) = {
         let f = FILTER.lock();
         let p = f.probed_functions();

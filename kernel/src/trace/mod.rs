@@ -2,6 +2,7 @@
 //! and code patching (`ftrace`), the trace array and its ring buffer
 //! (`trace`), the tracers, the tracefs files, and the glue between the
 //! tracer logic in the `tracer` crate and this kernel.
+pub mod bench;
 pub mod control;
 pub mod export;
 pub mod fgraph;
