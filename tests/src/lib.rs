@@ -5,6 +5,7 @@
 //! expected text does not appear in time. Nothing sleeps for a fixed time.
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
@@ -69,7 +70,10 @@ impl Kernel {
     /// Boots the kernel built in `mode` ("mcount" or "fentry").
     pub fn boot_mode(mode: &str, args: &[&str]) -> Kernel {
         let elf = kernel_elf(mode);
+        // Its own process group, so that Drop can stop QEMU too (qemu.sh
+        // runs QEMU as a child and would otherwise leave it orphaned).
         let mut child = Command::new(root().join("qemu.sh"))
+            .process_group(0)
             .args(args)
             .env("KTRACE_KERNEL", &elf)
             .stdin(Stdio::piped())
@@ -204,6 +208,12 @@ fn g_closed(s: &Shared) -> bool {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // Kill the whole group: qemu.sh and the QEMU it started.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.child.id())])
+                .status();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
