@@ -35,7 +35,7 @@ Commands:
   exit [N]                 stop the machine with exit code N
   crash                    panic on purpose (to see a kernel panic report)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
-  bench                    cost of tracing per call/event/site (BENCHMARKS.md)
+  bench [steps]            cost of tracing per call/event/site (BENCHMARKS.md)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README
 ";
@@ -68,7 +68,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "calltree" => super::work::calltree(args, out),
         "trace-export" => crate::trace::export::command(args),
         "bench" => {
-            out.emit_str(cmd, &crate::trace::bench::run());
+            out.emit_str(cmd, &crate::trace::bench::run(args));
         }
         "cat" | "head" | "tail" | "grep" | "wc" => filter_first(argv, out),
         _ => println!("sh: {}: not found", cmd),

@@ -61,7 +61,10 @@ tracer::bench_leaf_fn!(
 fn other_function() -> &'static str {
     let leaf = leaf_record();
     (0..ftrace::records().len())
-        .find(|&i| Some(i) != leaf && !ftrace::record_name(i).contains('*'))
+        .find(|&i| {
+            let name = ftrace::record_name(i);
+            Some(i) != leaf && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        })
         .map(ftrace::record_name)
         .unwrap_or("")
 }
@@ -200,6 +203,14 @@ fn traced_call_case(tr: &TraceArray, expect_per_call: u64) -> Result<(u64, u64),
     let got = this_cpu_entries(tr);
     if got != expect_per_call * N {
         return Err(format!("{} events recorded for {} calls, expected {}", got, N, expect_per_call * N));
+    }
+    // The function tracer's events must be the leaf's, well formed.
+    if expect_per_call == 1 {
+        let site = leaf_record().map(|i| ftrace::records()[i].ip);
+        let first = tr.buffer.peek_with(arch::cpu_id(), |_, data, _| FtraceEntry::decode(data).ok()).flatten();
+        if first.map(|e| e.ip) != site {
+            return Err(String::from("the recorded event is not a TRACE_FN of ktrace_bench_leaf"));
+        }
     }
     Ok((t, N))
 }
@@ -362,11 +373,25 @@ fn update_all() -> Result<(u64, u64, u64), String> {
 }
 
 /// Ticks per event to print `trace` over `N` function events on this CPU.
+/// The events are the function tracer's (the leaf called from this
+/// module), written with fixed time stamps so that the text, and so its
+/// cost, does not depend on when the command was typed.
 fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
-    set_filter("ktrace_bench_leaf")?;
     set_tracer("function")?;
+    let cpu = arch::cpu_id();
+    let site = leaf_record().map(|i| ftrace::records()[i].ip).unwrap_or(0);
+    let parent = call_loop as fn(u64, Leaf) -> u64 as usize as u64 + 0x20;
     tr.buffer.reset();
-    arch::without_interrupts(|| black_box(call_loop(N, ktrace_bench_leaf)));
+    crate::sched::preempt_disable();
+    for i in 0..N {
+        let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
+        // SAFETY: preemption is off and `cpu` is this CPU.
+        if let Some(mut res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, 1_000_000_000 + i * 1000) } {
+            let _ = FtraceEntry { ent, ip: site, parent_ip: parent }.encode(res.data_mut());
+            tr.buffer.unlock_commit(res);
+        }
+    }
+    crate::sched::preempt_enable();
     // Keep the events still while they are printed.
     control::tracing_off();
     let mut lines = 0;
@@ -375,7 +400,7 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
         || {
             let mut out = String::with_capacity(N as usize * 80);
             trace::print_trace_events(tr, &mut out);
-            lines = out.lines().count() as u64;
+            lines = out.lines().filter(|l| l.contains("ktrace_bench_leaf <-")).count() as u64;
         },
     );
     control::tracing_on();
@@ -413,8 +438,60 @@ fn restore(s: Saved) {
     }
 }
 
-/// Runs every case and returns the `bench:` lines.
-pub fn run() -> String {
+/// `bench steps`: the parts of one function event, each timed alone
+/// (`bench-step: NAME VALUE UNIT`), for the breakdown in BENCHMARKS.md.
+fn steps(rep: &mut Report, tr: &TraceArray) {
+    let cpu = arch::cpu_id();
+    let empty = min_ticks(|| {}, || {
+        black_box(empty_loop(N));
+    });
+    let step = |rep: &mut Report, name: &str, setup: &mut dyn FnMut(), f: &mut dyn FnMut(u64)| {
+        let t = min_ticks(setup, || {
+            for i in 0..N {
+                f(black_box(i));
+            }
+        });
+        let _ = write!(rep.out, "bench-step: ");
+        let len = rep.out.len();
+        rep.figure(name, t.saturating_sub(empty), N);
+        // figure() wrote "bench: " again: drop it.
+        rep.out.replace_range(len..len + 7, "");
+    };
+    crate::sched::preempt_disable();
+    step(rep, "trace_clock", &mut || {}, &mut |_| {
+        black_box(trace::trace_clock());
+    });
+    step(rep, "tracing_gen_ctx_dec+trace_entry", &mut || {}, &mut |_| {
+        black_box(trace_entry(TRACE_FN, tracing_gen_ctx_dec()));
+    });
+    step(rep, "recursion_trylock+unlock", &mut || {}, &mut |_| {
+        if let Some(bit) = ftrace::recursion::trylock(ftrace::recursion::FTRACE_START) {
+            ftrace::recursion::unlock(black_box(bit));
+        }
+    });
+    step(rep, "encode_ftrace_entry", &mut || {}, &mut |i| {
+        let mut buf = [0u8; FtraceEntry::SIZE];
+        let ent = tracer::entry::TraceEntry::default();
+        let _ = FtraceEntry { ent, ip: i, parent_ip: 1 }.encode(&mut buf);
+        black_box(&buf);
+    });
+    step(rep, "lock_reserve+unlock_commit", &mut || {
+        let _ = tr.buffer.reset_cpu(cpu);
+    }, &mut |i| {
+        // SAFETY: preemption is off and this is the current CPU.
+        if let Some(res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, i) } {
+            tr.buffer.unlock_commit(res);
+        }
+    });
+    step(rep, "trace_buffer_write", &mut || {
+        let _ = tr.buffer.reset_cpu(cpu);
+    }, &mut |i| write_event(tr, i));
+    crate::sched::preempt_enable();
+}
+
+/// Runs every case and returns the `bench:` lines (`bench steps`: the
+/// breakdown of one event instead).
+pub fn run(args: &[String]) -> String {
     let Some(tr) = global_trace() else {
         return String::from("bench: no trace array\n");
     };
@@ -422,6 +499,12 @@ pub fn run() -> String {
     let mut rep = Report { unit, tsc_hz: arch::tsc::tsc_hz(), out: String::new() };
     if leaf_record().is_none() {
         rep.failed("call_nop", "ktrace_bench_leaf has no call site (not instrumented?)");
+        return rep.out;
+    }
+    if args.first().map(|a| a.as_str()) == Some("steps") {
+        control::tracing_on();
+        steps(&mut rep, tr);
+        tr.buffer.reset();
         return rep.out;
     }
     let saved = save();

@@ -78,7 +78,7 @@ static CURRENT: Mutex<&'static Tracer> = Mutex::new(&NOP_TRACE);
 /// run (Linux's `trace_types_lock`). Hooks must not write these files.
 static TRACE_TYPES_LOCK: Mutex<()> = Mutex::new(());
 /// Linux's `ring_buffer_record_on/off` state as seen by `tracing_on`. On at boot.
-static TRACING_ON: AtomicBool = AtomicBool::new(true);
+pub(crate) static TRACING_ON: AtomicBool = AtomicBool::new(true);
 
 /// What the `trace` file needs from the ring buffer.
 pub trait TraceBuffer: Send + Sync {

@@ -104,10 +104,22 @@ pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
 /// not take the wait queue's lock).
 static WAKEUP_PENDING: AtomicBool = AtomicBool::new(false);
 
-/// Reserves `len` bytes on this CPU, lets `fill` write the event, commits.
-/// The caller has preemption off. Returns false if nothing was recorded.
+/// Reserves `len` bytes on this CPU, clears them, lets `fill` write the
+/// event, commits. The caller has preemption off. Returns false if nothing
+/// was recorded.
 #[inline(always)]
 pub fn trace_buffer_write(tr: &TraceArray, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    trace_buffer_write_full(tr, len, |buf| {
+        buf.fill(0);
+        fill(buf)
+    })
+}
+
+/// As [`trace_buffer_write`] for a `fill` that writes every byte of the
+/// payload (fixed-size events): the ring buffer does not clear it first,
+/// which saves a memset per event on the function tracer's hot path.
+#[inline(always)]
+pub fn trace_buffer_write_full(tr: &TraceArray, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
     let cpu = arch::cpu_id();
     let ts = trace_clock();
     // SAFETY: preemption is off, so this CPU is the only non-nested writer

@@ -419,7 +419,13 @@ impl RingBufferPerCpu {
             if let Some(a) = a {
                 tail_page.write_u32(off + 4, a);
             }
-            tail_page.zero(data_start, off + length - data_start);
+            // Only the padding after the payload is cleared (readers see
+            // it); the writer fills the payload itself, as in Linux. A
+            // memset of the whole payload was a third of an event's cost.
+            let pad = off + length - data_start - len;
+            if pad != 0 {
+                tail_page.zero(data_start + len, pad);
+            }
         }
         #[cfg(all(test, not(loom)))]
         test_hook::fire("before_write_stamp");

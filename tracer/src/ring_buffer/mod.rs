@@ -209,7 +209,8 @@ pub struct RingBuffer {
 /// A reserved event, from [`RingBuffer::lock_reserve`]. Fill
 /// [`data_mut`](Reservation::data_mut), then pass it to
 /// [`RingBuffer::unlock_commit`]. Dropping it also commits it (with whatever
-/// was written; the payload starts zeroed).
+/// was written). The payload is not cleared: write all of it (as Linux's
+/// writers do); the padding after it is zeroed.
 pub struct Reservation<'a> {
     cpu: &'a RingBufferPerCpu,
     r: Reserved,
@@ -219,7 +220,8 @@ pub struct Reservation<'a> {
 
 impl Reservation<'_> {
     /// The payload bytes (exactly the `len` asked for; the event on the page
-    /// is padded with zeros to a multiple of 4).
+    /// is padded with zeros to a multiple of 4). They hold whatever the page
+    /// held before: the writer must fill them all.
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: `self.r` is an uncommitted reservation of this CPU and the
         // returned borrow is tied to `&mut self`, so no two views exist.
