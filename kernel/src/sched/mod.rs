@@ -373,8 +373,8 @@ pub fn sleep_ns(ns: u64) {
 /// Every task, for `ps` (idle tasks first).
 pub fn tasks() -> Vec<TaskInfo> {
     let mut out = Vec::new();
-    for cpu in 0..arch::nr_cpus() {
-        let p = IDLE[cpu].load(Ordering::Relaxed) as *const Task;
+    for idle in IDLE.iter().take(arch::nr_cpus()) {
+        let p = idle.load(Ordering::Relaxed) as *const Task;
         if !p.is_null() {
             // SAFETY: idle tasks are never freed.
             out.push(info(unsafe { &*p }));

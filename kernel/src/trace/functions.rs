@@ -139,7 +139,7 @@ pub fn trace_stack(skip: usize) {
     let mut n = 0;
     let mut rbp = crate::arch::frame_pointer();
     let mut depth = 0;
-    while n < frames.len() && rbp >= 0xffff_8000_0000_0000 && rbp % 8 == 0 && crate::arch::paging::is_mapped(rbp, 16) {
+    while n < frames.len() && rbp >= 0xffff_8000_0000_0000 && rbp.is_multiple_of(8) && crate::arch::paging::is_mapped(rbp, 16) {
         // SAFETY: a mapped, aligned frame: saved rbp then return address.
         let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
         if ret == 0 {

@@ -3,6 +3,7 @@
 //! (`trace`), the tracers, the tracefs files, and the glue between the
 //! tracer logic in the `tracer` crate and this kernel.
 pub mod bench;
+pub mod buffer_files;
 pub mod control;
 pub mod export;
 pub mod fgraph;
@@ -10,6 +11,8 @@ pub mod ftrace;
 pub mod functions;
 pub mod graph;
 pub mod ksyms;
+pub mod selftest;
+#[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
 
 /// Creates the trace array and the tracefs files (Linux: tracer_init_tracefs).
@@ -20,6 +23,7 @@ pub fn init() {
     let root = crate::fs::tracefs::root();
     let result = ftrace::init_tracefs(&root)
         .and_then(|_| trace::init_options_files(&root))
+        .and_then(|_| buffer_files::init(&root))
         .and_then(|_| functions::init(&root))
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root));

@@ -12,6 +12,7 @@
 //!  1. write `int3` (0xcc) over the first byte of every site, sync all CPUs;
 //!  2. write bytes 1..5 of the new instruction, sync all CPUs;
 //!  3. write the new first byte, sync all CPUs.
+//!
 //! A CPU that reaches a site in between traps on the int3, and
 //! [`poke_int3_handler`] emulates the *new* instruction (a call: push the
 //! return address and jump; a NOP: skip 5 bytes). "Sync" means every CPU has
@@ -136,6 +137,18 @@ static BATCH_REFS: AtomicUsize = AtomicUsize::new(0);
 /// int3 traps handled for in-flight sites since boot (for tests and stats).
 static INT3_HITS: AtomicUsize = AtomicUsize::new(0);
 
+/// Test hook, normally unset: a `fn()` called by [`text_poke_bp_batch`] right
+/// after step 1 (every site holds int3 and every CPU has synced). The int3
+/// self-test (trace::selftest) uses it to hold the patcher there until another
+/// CPU has run into an in-flight site. Linux has no such hook; its int3
+/// handler is exercised by luck, this one by construction.
+static POKE_TEST_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs (or with None removes) the after-step-1 test hook.
+pub fn set_poke_test_hook(hook: Option<fn()>) {
+    POKE_TEST_HOOK.store(hook.map_or(0, |f| f as usize), Ordering::SeqCst);
+}
+
 /// Replaces the 5-byte instructions at `sites` (sorted by address, distinct)
 /// while other CPUs run, with three global serialisations for the whole batch.
 pub fn text_poke_bp_batch(poke: &mut TextPoke, sites: Vec<PokeSite>) {
@@ -152,6 +165,12 @@ pub fn text_poke_bp_batch(poke: &mut TextPoke, sites: Vec<PokeSite>) {
         poke.write(s.addr, &[INT3]);
     }
     text_poke_sync();
+    let hook = POKE_TEST_HOOK.load(Ordering::SeqCst);
+    if hook != 0 {
+        // SAFETY: only set_poke_test_hook stores here, always a valid fn().
+        let hook: fn() = unsafe { core::mem::transmute::<usize, fn()>(hook) };
+        hook();
+    }
     for s in sites {
         poke.write(s.addr + 1, &s.new[1..]);
     }
@@ -160,6 +179,16 @@ pub fn text_poke_bp_batch(poke: &mut TextPoke, sites: Vec<PokeSite>) {
         poke.write(s.addr, &s.new[..1]);
     }
     text_poke_sync();
+    // Write the first bytes once more, unchanged. Hardware does not need
+    // this; QEMU's TCG (7.2, multi-threaded) does: a block translated by
+    // another vCPU while we wrote can be linked after our write invalidated
+    // the page, and then runs stale code (an int3 that is gone, or the old
+    // instruction) after the last sync. Every vCPU finished its translations
+    // before acknowledging that sync, so this write invalidates all such
+    // blocks; until then a stale int3 still finds its site in BATCH.
+    for s in sites {
+        poke.write(s.addr, &s.new[..1]);
+    }
 
     BATCH.store(core::ptr::null_mut(), Ordering::SeqCst);
     while BATCH_REFS.load(Ordering::SeqCst) != 0 {
@@ -192,7 +221,29 @@ pub fn poke_int3_handler(regs: &mut PtRegs) -> bool {
         }
     };
     BATCH_REFS.fetch_sub(1, Ordering::SeqCst);
-    handled
+    if handled {
+        return true;
+    }
+    // Not an in-flight site. If the byte is no longer an int3, the patcher
+    // removed it after this CPU fetched it: run the instruction that is
+    // there now (Linux's kprobe_int3_handler does the same for a removed
+    // breakpoint).
+    let ip = regs.rip - 1;
+    // SAFETY: the CPU just executed an instruction at `ip`: mapped text.
+    if unsafe { core::ptr::read_volatile(ip as *const u8) } != INT3 {
+        regs.rip = ip;
+        STALE_INT3.fetch_add(1, Ordering::Relaxed);
+        return true;
+    }
+    false
+}
+
+/// int3 traps taken on a byte that was no longer an int3 (see above).
+static STALE_INT3: AtomicUsize = AtomicUsize::new(0);
+
+/// How many int3 traps were taken on a removed int3 since boot.
+pub fn stale_int3_hits() -> usize {
+    STALE_INT3.load(Ordering::Relaxed)
 }
 
 /// Binary search written out by hand: the int3 handler runs on the

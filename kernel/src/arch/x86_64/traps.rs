@@ -186,7 +186,7 @@ pub fn print_backtrace(mut rbp: u64) {
     crate::println!("Call Trace:");
     let mut graph_idx = 0;
     for _ in 0..32 {
-        if rbp < 0xffff_8000_0000_0000 || rbp % 8 != 0 || !super::paging::is_mapped(rbp, 16) {
+        if rbp < 0xffff_8000_0000_0000 || !rbp.is_multiple_of(8) || !super::paging::is_mapped(rbp, 16) {
             break;
         }
         // SAFETY: `rbp` is aligned and its 16 bytes are mapped (checked above);
