@@ -62,8 +62,11 @@ ftrace_caller_end:
 );
 
 // fentry mode: the site is the function's first instruction, before its
-// prologue, so the argument registers are live and must be kept; the parent's
-// return address is just above our own return address.
+// prologue, so the argument registers (and rax, used by variadic calls) are
+// live and must be kept, as Linux's save_mcount_regs does; r10 and r11 hold
+// nothing at a function's first byte. Seven pushes after rbp keep the stack
+// 16-byte aligned for the call. The parent's return address is just above
+// our own return address.
 #[cfg(ktrace_fentry)]
 global_asm!(
     r#"
@@ -80,15 +83,11 @@ ftrace_caller:
     push rdi
     push r8
     push r9
-    push r10
-    push r11
     mov rdi, [rbp + 8]
     sub rdi, 5                       /* ip: the call site = function start */
     lea rsi, [rbp + 16]              /* parent_slot */
     mov rdx, [rip + function_trace_op]
     call [rdx]                       /* op->func(ip, parent_slot, op) */
-    pop r11
-    pop r10
     pop r9
     pop r8
     pop rdi
