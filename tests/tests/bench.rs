@@ -32,7 +32,9 @@ fn parse(out: &str) -> BTreeMap<String, u64> {
             f.len() == 4 && f[3] == "instructions",
             "not an instruction count (is --icount detected?): {line}\n{out}"
         );
-        let v = f[2].parse().unwrap_or_else(|_| panic!("bad figure: {line}\n{out}"));
+        let v = f[2]
+            .parse()
+            .unwrap_or_else(|_| panic!("bad figure: {line}\n{out}"));
         m.insert(f[1].to_string(), v);
     }
     m
@@ -44,7 +46,8 @@ fn baseline(mode: &str) -> BTreeMap<String, u64> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3 && f[0] == mode).then(|| (f[1].to_string(), f[2].parse().expect("baseline value")))
+            (f.len() == 3 && f[0] == mode)
+                .then(|| (f[1].to_string(), f[2].parse().expect("baseline value")))
         })
         .collect()
 }
@@ -59,8 +62,14 @@ fn check(mode: &str) {
         names.push("call_nop_fentry");
     }
     for name in names {
-        assert!(got.contains_key(name), "{mode}: no figure for {name}\n{out}");
-        assert!(base.contains_key(name), "{mode}: {name} missing from tests/bench-baseline.txt");
+        assert!(
+            got.contains_key(name),
+            "{mode}: no figure for {name}\n{out}"
+        );
+        assert!(
+            base.contains_key(name),
+            "{mode}: {name} missing from tests/bench-baseline.txt"
+        );
     }
     let mut regressions = Vec::new();
     for (name, &b) in &base {
@@ -75,12 +84,22 @@ fn check(mode: &str) {
             eprintln!("bench {mode}: {name} improved: {v} instructions, baseline {b} (update the baseline)");
         }
     }
-    assert!(regressions.is_empty(), "{mode}: regressions over 10%:\n{}\n{out}", regressions.join("\n"));
+    assert!(
+        regressions.is_empty(),
+        "{mode}: regressions over 10%:\n{}\n{out}",
+        regressions.join("\n")
+    );
     // The targets of issue 8 that hold today must keep holding.
     let nop = got["call_nop"];
-    assert_eq!(got["call_function_filtered_out"], nop, "a filtered-out function must cost a NOP");
+    assert_eq!(
+        got["call_function_filtered_out"], nop,
+        "a filtered-out function must cost a NOP"
+    );
     if mode == "fentry" {
-        assert!(got["call_nop_fentry"] <= got["call_uninstrumented"] + 1, "fentry NOP costs more than 1 instruction");
+        assert!(
+            got["call_nop_fentry"] <= got["call_uninstrumented"] + 1,
+            "fentry NOP costs more than 1 instruction"
+        );
     }
     assert!(got["enable_all_per_site"] <= 1000 && got["disable_all_per_site"] <= 1000);
     k.send(b"poweroff\n");

@@ -39,7 +39,12 @@ fn records() -> Vec<Vec<TraceRecord>> {
             (0..EVENTS_PER_CPU)
                 .map(|i| {
                     let e = FtraceEntry {
-                        ent: TraceEntry { type_: TRACE_FN, flags: 1, preempt_count: 1, pid: 1 },
+                        ent: TraceEntry {
+                            type_: TRACE_FN,
+                            flags: 1,
+                            preempt_count: 1,
+                            pid: 1,
+                        },
                         ip: BASE + ((i * 7 + cpu) % 64) as u64 * 256 + 5,
                         parent_ip: BASE + ((i * 3) % 64) as u64 * 256 + 40,
                     };
@@ -53,14 +58,22 @@ fn records() -> Vec<Vec<TraceRecord>> {
 }
 
 fn bench(c: &mut Criterion) {
-    let syms = Syms((0..64).map(|i| (BASE + i * 256, format!("kernel::module::function_{i}"))).collect());
+    let syms = Syms(
+        (0..64)
+            .map(|i| (BASE + i * 256, format!("kernel::module::function_{i}")))
+            .collect(),
+    );
     let options = TraceOptions::new();
     let recs = records();
     let mut g = c.benchmark_group("output");
     g.throughput(Throughput::Elements((CPUS * EVENTS_PER_CPU) as u64));
     g.bench_function("function_events_4cpu", |b| {
         b.iter_batched(
-            || recs.iter().map(|v| v.clone().into_iter()).collect::<Vec<_>>(),
+            || {
+                recs.iter()
+                    .map(|v| v.clone().into_iter())
+                    .collect::<Vec<_>>()
+            },
             |streams| {
                 let cfg = OutputConfig::new(&options, Tracer::Function, &syms, &Tasks, CPUS as u32);
                 let mut it = TraceIter::new(cfg, CPUS, false);

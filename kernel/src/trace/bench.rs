@@ -38,7 +38,9 @@ use tracer::entry::{FtraceEntry, TRACE_FN};
 use super::control;
 use super::ftrace::{self, FtraceOps};
 use super::functions;
-use super::trace::{self, global_trace, trace_buffer_write, trace_entry, tracing_gen_ctx_dec, TraceArray};
+use super::trace::{
+    self, global_trace, trace_buffer_write, trace_entry, tracing_gen_ctx_dec, TraceArray,
+};
 use crate::arch::{self, percpu::MAX_CPUS};
 
 /// Operations per batch.
@@ -63,7 +65,10 @@ fn other_function() -> &'static str {
     (0..ftrace::records().len())
         .find(|&i| {
             let name = ftrace::record_name(i);
-            Some(i) != leaf && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            Some(i) != leaf
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
         })
         .map(ftrace::record_name)
         .unwrap_or("")
@@ -152,8 +157,15 @@ impl Report {
             }
             Unit::Ns => {
                 // Tenths of a nanosecond, from ticks at tsc_hz.
-                let tenths = (t as u128 * 10_000_000_000 / (self.tsc_hz.max(1) as u128 * n as u128)) as u64;
-                let _ = writeln!(self.out, "bench: {} {}.{} ns", name, tenths / 10, tenths % 10);
+                let tenths =
+                    (t as u128 * 10_000_000_000 / (self.tsc_hz.max(1) as u128 * n as u128)) as u64;
+                let _ = writeln!(
+                    self.out,
+                    "bench: {} {}.{} ns",
+                    name,
+                    tenths / 10,
+                    tenths % 10
+                );
             }
         }
     }
@@ -182,9 +194,12 @@ fn leaf_record() -> Option<usize> {
 
 /// Ticks per call of `leaf`, loop overhead subtracted.
 fn call_cost(leaf: Leaf, setup: &mut dyn FnMut()) -> u64 {
-    let empty = min_ticks(|| {}, || {
-        black_box(empty_loop(N));
-    });
+    let empty = min_ticks(
+        || {},
+        || {
+            black_box(empty_loop(N));
+        },
+    );
     let full = min_ticks(setup, || {
         black_box(call_loop(N, leaf));
     });
@@ -202,14 +217,24 @@ fn traced_call_case(tr: &TraceArray, expect_per_call: u64) -> Result<(u64, u64),
     let t = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
     let got = this_cpu_entries(tr);
     if got != expect_per_call * N {
-        return Err(format!("{} events recorded for {} calls, expected {}", got, N, expect_per_call * N));
+        return Err(format!(
+            "{} events recorded for {} calls, expected {}",
+            got,
+            N,
+            expect_per_call * N
+        ));
     }
     // The function tracer's events must be the leaf's, well formed.
     if expect_per_call == 1 {
         let site = leaf_record().map(|i| ftrace::records()[i].ip);
-        let first = tr.buffer.peek_with(arch::cpu_id(), |_, data, _| FtraceEntry::decode(data).ok()).flatten();
+        let first = tr
+            .buffer
+            .peek_with(arch::cpu_id(), |_, data, _| FtraceEntry::decode(data).ok())
+            .flatten();
         if first.map(|e| e.ip) != site {
-            return Err(String::from("the recorded event is not a TRACE_FN of ktrace_bench_leaf"));
+            return Err(String::from(
+                "the recorded event is not a TRACE_FN of ktrace_bench_leaf",
+            ));
         }
     }
     Ok((t, N))
@@ -228,13 +253,22 @@ fn set_tracer(name: &str) -> Result<(), String> {
 fn expect_site(enabled: bool) -> Result<(), String> {
     let i = leaf_record().ok_or_else(|| String::from("ktrace_bench_leaf has no call site"))?;
     if ftrace::records()[i].enabled() != enabled {
-        return Err(format!("ktrace_bench_leaf's site is {}", if enabled { "a NOP" } else { "enabled" }));
+        return Err(format!(
+            "ktrace_bench_leaf's site is {}",
+            if enabled { "a NOP" } else { "enabled" }
+        ));
     }
     Ok(())
 }
 
 /// A tracer with the filter on the leaf: recording (`on`) or `tracing_on` 0.
-fn tracer_case(tr: &TraceArray, tracer: &str, filter: &str, on: bool, per_call: u64) -> Result<(u64, u64), String> {
+fn tracer_case(
+    tr: &TraceArray,
+    tracer: &str,
+    filter: &str,
+    on: bool,
+    per_call: u64,
+) -> Result<(u64, u64), String> {
     set_filter(filter)?;
     set_tracer(tracer)?;
     expect_site(filter == "ktrace_bench_leaf")?;
@@ -255,7 +289,12 @@ fn tracer_case(tr: &TraceArray, tracer: &str, filter: &str, on: bool, per_call: 
 fn write_event(tr: &TraceArray, i: u64) {
     let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
     trace_buffer_write(tr, FtraceEntry::SIZE, |buf| {
-        let _ = FtraceEntry { ent, ip: 0xffff_ffff_8000_0000 + i, parent_ip: 0xffff_ffff_8000_1000 }.encode(buf);
+        let _ = FtraceEntry {
+            ent,
+            ip: 0xffff_ffff_8000_0000 + i,
+            parent_ip: 0xffff_ffff_8000_1000,
+        }
+        .encode(buf);
     });
 }
 
@@ -269,9 +308,12 @@ fn write_loop(tr: &TraceArray, n: u64) {
 /// Ticks per event on this CPU (buffer reset before each batch, count checked).
 fn rb_cost(tr: &TraceArray) -> Result<u64, String> {
     let cpu = arch::cpu_id();
-    let empty = min_ticks(|| {}, || {
-        black_box(empty_loop(N));
-    });
+    let empty = min_ticks(
+        || {},
+        || {
+            black_box(empty_loop(N));
+        },
+    );
     crate::sched::preempt_disable();
     let full = min_ticks(
         || {
@@ -282,7 +324,10 @@ fn rb_cost(tr: &TraceArray) -> Result<u64, String> {
     let got = tr.buffer.entries_cpu(cpu) + tr.buffer.overrun_cpu(cpu);
     crate::sched::preempt_enable();
     if got != N {
-        return Err(format!("cpu{}: {} events recorded for {} writes", cpu, got, N));
+        return Err(format!(
+            "cpu{}: {} events recorded for {} writes",
+            cpu, got, N
+        ));
     }
     Ok(full.saturating_sub(empty))
 }
@@ -347,7 +392,8 @@ fn update_all() -> Result<(u64, u64, u64), String> {
     let mut best: Option<(u64, u64, u64)> = None;
     for _ in 0..UPDATE_REPS {
         let t0 = arch::rdtsc();
-        ftrace::register_ftrace_function(&BENCH_ALL_OPS).map_err(|e| format!("register: {:?}", e))?;
+        ftrace::register_ftrace_function(&BENCH_ALL_OPS)
+            .map_err(|e| format!("register: {:?}", e))?;
         let on = arch::rdtsc().wrapping_sub(t0);
         let sites = ftrace::LAST_UPDATE.lock().1 as u64;
         let seen0 = ALL_SEEN.load(Ordering::Relaxed);
@@ -356,14 +402,21 @@ fn update_all() -> Result<(u64, u64, u64), String> {
         let (checked, bad) = ftrace::ftrace_check_sites();
         let enabled = ftrace::records().iter().filter(|r| r.enabled()).count();
         let t1 = arch::rdtsc();
-        ftrace::unregister_ftrace_function(&BENCH_ALL_OPS).map_err(|e| format!("unregister: {:?}", e))?;
+        ftrace::unregister_ftrace_function(&BENCH_ALL_OPS)
+            .map_err(|e| format!("unregister: {:?}", e))?;
         let off = arch::rdtsc().wrapping_sub(t1);
         let sites_off = ftrace::LAST_UPDATE.lock().1 as u64;
         if bad != 0 || enabled != checked || seen == 0 {
-            return Err(format!("{} of {} sites enabled, {} bad, leaf call seen {} times", enabled, checked, bad, seen));
+            return Err(format!(
+                "{} of {} sites enabled, {} bad, leaf call seen {} times",
+                enabled, checked, bad, seen
+            ));
         }
         if sites == 0 || sites != sites_off {
-            return Err(format!("{} sites enabled but {} disabled", sites, sites_off));
+            return Err(format!(
+                "{} sites enabled but {} disabled",
+                sites, sites_off
+            ));
         }
         if best.is_none_or(|b| on + off < b.0 + b.1) {
             best = Some((on, off, sites));
@@ -386,8 +439,16 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
     for i in 0..N {
         let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
         // SAFETY: preemption is off and `cpu` is this CPU.
-        if let Some(mut res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, 1_000_000_000 + i * 1000) } {
-            let _ = FtraceEntry { ent, ip: site, parent_ip: parent }.encode(res.data_mut());
+        if let Some(mut res) = unsafe {
+            tr.buffer
+                .lock_reserve(cpu, FtraceEntry::SIZE, 1_000_000_000 + i * 1000)
+        } {
+            let _ = FtraceEntry {
+                ent,
+                ip: site,
+                parent_ip: parent,
+            }
+            .encode(res.data_mut());
             tr.buffer.unlock_commit(res);
         }
     }
@@ -400,7 +461,10 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
         || {
             let mut out = String::with_capacity(N as usize * 80);
             trace::print_trace_events(tr, &mut out);
-            lines = out.lines().filter(|l| l.contains("ktrace_bench_leaf <-")).count() as u64;
+            lines = out
+                .lines()
+                .filter(|l| l.contains("ktrace_bench_leaf <-"))
+                .count() as u64;
         },
     );
     control::tracing_on();
@@ -442,9 +506,12 @@ fn restore(s: Saved) {
 /// (`bench-step: NAME VALUE UNIT`), for the breakdown in BENCHMARKS.md.
 fn steps(rep: &mut Report, tr: &TraceArray) {
     let cpu = arch::cpu_id();
-    let empty = min_ticks(|| {}, || {
-        black_box(empty_loop(N));
-    });
+    let empty = min_ticks(
+        || {},
+        || {
+            black_box(empty_loop(N));
+        },
+    );
     let step = |rep: &mut Report, name: &str, setup: &mut dyn FnMut(), f: &mut dyn FnMut(u64)| {
         let t = min_ticks(setup, || {
             for i in 0..N {
@@ -461,9 +528,14 @@ fn steps(rep: &mut Report, tr: &TraceArray) {
     step(rep, "trace_clock", &mut || {}, &mut |_| {
         black_box(trace::trace_clock());
     });
-    step(rep, "tracing_gen_ctx_dec+trace_entry", &mut || {}, &mut |_| {
-        black_box(trace_entry(TRACE_FN, tracing_gen_ctx_dec()));
-    });
+    step(
+        rep,
+        "tracing_gen_ctx_dec+trace_entry",
+        &mut || {},
+        &mut |_| {
+            black_box(trace_entry(TRACE_FN, tracing_gen_ctx_dec()));
+        },
+    );
     step(rep, "recursion_trylock+unlock", &mut || {}, &mut |_| {
         if let Some(bit) = ftrace::recursion::trylock(ftrace::recursion::FTRACE_START) {
             ftrace::recursion::unlock(black_box(bit));
@@ -472,20 +544,35 @@ fn steps(rep: &mut Report, tr: &TraceArray) {
     step(rep, "encode_ftrace_entry", &mut || {}, &mut |i| {
         let mut buf = [0u8; FtraceEntry::SIZE];
         let ent = tracer::entry::TraceEntry::default();
-        let _ = FtraceEntry { ent, ip: i, parent_ip: 1 }.encode(&mut buf);
+        let _ = FtraceEntry {
+            ent,
+            ip: i,
+            parent_ip: 1,
+        }
+        .encode(&mut buf);
         black_box(&buf);
     });
-    step(rep, "lock_reserve+unlock_commit", &mut || {
-        let _ = tr.buffer.reset_cpu(cpu);
-    }, &mut |i| {
-        // SAFETY: preemption is off and this is the current CPU.
-        if let Some(res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, i) } {
-            tr.buffer.unlock_commit(res);
-        }
-    });
-    step(rep, "trace_buffer_write", &mut || {
-        let _ = tr.buffer.reset_cpu(cpu);
-    }, &mut |i| write_event(tr, i));
+    step(
+        rep,
+        "lock_reserve+unlock_commit",
+        &mut || {
+            let _ = tr.buffer.reset_cpu(cpu);
+        },
+        &mut |i| {
+            // SAFETY: preemption is off and this is the current CPU.
+            if let Some(res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, i) } {
+                tr.buffer.unlock_commit(res);
+            }
+        },
+    );
+    step(
+        rep,
+        "trace_buffer_write",
+        &mut || {
+            let _ = tr.buffer.reset_cpu(cpu);
+        },
+        &mut |i| write_event(tr, i),
+    );
     crate::sched::preempt_enable();
 }
 
@@ -495,10 +582,21 @@ pub fn run(args: &[String]) -> String {
     let Some(tr) = global_trace() else {
         return String::from("bench: no trace array\n");
     };
-    let unit = if detect_icount() { Unit::Instructions } else { Unit::Ns };
-    let mut rep = Report { unit, tsc_hz: arch::tsc::tsc_hz(), out: String::new() };
+    let unit = if detect_icount() {
+        Unit::Instructions
+    } else {
+        Unit::Ns
+    };
+    let mut rep = Report {
+        unit,
+        tsc_hz: arch::tsc::tsc_hz(),
+        out: String::new(),
+    };
     if leaf_record().is_none() {
-        rep.failed("call_nop", "ktrace_bench_leaf has no call site (not instrumented?)");
+        rep.failed(
+            "call_nop",
+            "ktrace_bench_leaf has no call site (not instrumented?)",
+        );
         return rep.out;
     }
     if args.first().map(|a| a.as_str()) == Some("steps") {
@@ -522,11 +620,26 @@ pub fn run(args: &[String]) -> String {
     }
     rep.result("call_nop", r);
 
-    rep.result("call_function", tracer_case(tr, "function", "ktrace_bench_leaf", true, 1));
-    rep.result("call_function_filtered_out", tracer_case(tr, "function", other_function(), true, 0));
-    rep.result("call_function_tracing_off", tracer_case(tr, "function", "ktrace_bench_leaf", false, 0));
-    rep.result("call_graph", tracer_case(tr, "function_graph", "ktrace_bench_leaf", true, 2));
-    rep.result("call_graph_tracing_off", tracer_case(tr, "function_graph", "ktrace_bench_leaf", false, 0));
+    rep.result(
+        "call_function",
+        tracer_case(tr, "function", "ktrace_bench_leaf", true, 1),
+    );
+    rep.result(
+        "call_function_filtered_out",
+        tracer_case(tr, "function", other_function(), true, 0),
+    );
+    rep.result(
+        "call_function_tracing_off",
+        tracer_case(tr, "function", "ktrace_bench_leaf", false, 0),
+    );
+    rep.result(
+        "call_graph",
+        tracer_case(tr, "function_graph", "ktrace_bench_leaf", true, 2),
+    );
+    rep.result(
+        "call_graph_tracing_off",
+        tracer_case(tr, "function_graph", "ktrace_bench_leaf", false, 0),
+    );
     let _ = set_filter("");
 
     rep.result("rb_event_1cpu", rb_cost(tr).map(|t| (t, N)));
@@ -543,7 +656,11 @@ pub fn run(args: &[String]) -> String {
         }
     }
     let nrec = ftrace::records().len() as u64;
-    rep.figure("boot_nop_per_site", ftrace::BOOT_NOP_TICKS.load(Ordering::Relaxed), nrec);
+    rep.figure(
+        "boot_nop_per_site",
+        ftrace::BOOT_NOP_TICKS.load(Ordering::Relaxed),
+        nrec,
+    );
 
     rep.result("format_per_event", format_cost(tr));
 
