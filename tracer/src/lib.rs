@@ -4,6 +4,7 @@
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
+pub mod crc32;
 pub mod kallsyms;
 pub mod bench;
 pub mod ring_buffer;

@@ -11,7 +11,7 @@
 //! `trace-cmd report` does ([`report`]). [`session`] boots the kernel under
 //! QEMU and drives its shell for the `ktrace` command.
 
-pub mod crc32;
+pub use tracer::crc32;
 pub mod dat;
 pub mod frame;
 pub mod pages;

@@ -38,6 +38,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use spin::Mutex;
+use tracer::crc32::Crc32;
 use tracer::events;
 use tracer::ring_buffer::{RingBuffer, BUF_PAGE_SIZE, PAGE_SIZE};
 
@@ -67,38 +68,6 @@ static COM2: Mutex<SerialPort> = Mutex::new(SerialPort::new(COM2_BASE));
 /// The ring buffer of the top-level trace array (what `trace` shows).
 fn ring_buffer() -> Option<&'static RingBuffer> {
     super::trace::global_trace().map(|tr| &tr.buffer)
-}
-
-// ---------------------------------------------------------------------------
-// CRC-32 (IEEE, reflected 0xEDB88320), the same as the host decoder's.
-
-const fn crc_table() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xEDB8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-static CRC_TABLE: [u32; 256] = crc_table();
-
-fn crc_update(mut crc: u32, bytes: &[u8]) -> u32 {
-    for &b in bytes {
-        crc = CRC_TABLE[((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
-    }
-    crc
 }
 
 // ---------------------------------------------------------------------------
@@ -313,12 +282,13 @@ impl Sender<'_> {
         header[8..12].copy_from_slice(&(len as u32).to_le_bytes());
         self.raw(&MAGIC);
         self.raw(&header);
-        let mut crc = crc_update(0xFFFF_FFFF, &header);
+        let mut crc = Crc32::new();
+        crc.update(&header);
         for p in parts {
             self.raw(p);
-            crc = crc_update(crc, p);
+            crc.update(p);
         }
-        self.raw(&(crc ^ 0xFFFF_FFFF).to_le_bytes());
+        self.raw(&crc.finish().to_le_bytes());
         self.seq += 1;
     }
 }

@@ -1,7 +1,8 @@
 //! CRC-32 (IEEE 802.3, the one of zlib, PNG and Ethernet: reflected
 //! polynomial 0xEDB88320, initial value and final xor 0xFFFFFFFF).
-//! The kernel's `trace/export.rs` computes the same sum over every frame it
-//! sends; [`crc32`] of `b"123456789"` is `0xCBF43926`.
+//! Shared by the kernel (`trace/export.rs` sums every frame it sends to the
+//! host) and the host decoder (build-tools' tracedat); [`crc32`] of
+//! `b"123456789"` is `0xCBF43926`.
 
 const fn make_table() -> [u32; 256] {
     let mut table = [0u32; 256];
