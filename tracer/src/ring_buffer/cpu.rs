@@ -7,7 +7,7 @@ use core::cell::UnsafeCell;
 
 use super::event::*;
 use super::page::{BufferPage, RB_WRITE_INTCNT, RB_WRITE_MASK};
-use super::sync::{spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use super::sync::{local_add, local_sub, spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::{AllocError, RingBufferError};
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -35,8 +35,9 @@ pub(crate) const DISABLE_UNIT: usize = 1 << 16;
 pub(crate) struct Reserved {
     /// The time stamp the event got (the caller's, unless clamped).
     pub(crate) ts: u64,
-    pub(crate) page: usize,
-    pub(crate) offset: usize,
+    /// The payload's first byte, inside the page's `data` (computed once at
+    /// reserve time so that filling the event needs no page look-up).
+    pub(crate) data: *mut u8,
     pub(crate) len: usize,
 }
 
@@ -203,6 +204,7 @@ impl RingBufferPerCpu {
     }
 
     /// The page table.
+    #[inline]
     fn pages(&self) -> &[BufferPage] {
         // SAFETY: the Vec is only mutated by `with_quiesced`, which first
         // waits until no writer is in flight (writers enter only after
@@ -269,12 +271,17 @@ impl RingBufferPerCpu {
     // ---------------------------------------------------------------
 
     /// `ring_buffer_lock_reserve` for this CPU. `buffer_disabled` is the
-    /// buffer-wide record_disabled.
+    /// buffer-wide record_disabled, `overwrite` the buffer's mode (only read
+    /// on the slow path).
+    ///
+    /// Inlined into the caller so that, for a fixed-size event, the event
+    /// length and the fast-path test below are computed at compile time.
+    #[inline(always)]
     pub(crate) fn lock_reserve(
         &self,
         len: usize,
         ts: u64,
-        overwrite: bool,
+        overwrite: &AtomicBool,
         buffer_disabled: &AtomicUsize,
     ) -> Option<Reserved> {
         if len > BUF_MAX_DATA_SIZE {
@@ -288,7 +295,82 @@ impl RingBufferPerCpu {
             self.state.fetch_sub(1, Release);
             return None;
         }
-        match self.rb_reserve_next_event(len, ts, overwrite) {
+        // rb_start_commit
+        local_add(&self.committing, 1);
+        local_add(&self.commits, 1);
+        let length = rb_calculate_event_length(len);
+        if let Some(r) = self.rb_reserve_fast(len, length, ts) {
+            return Some(r);
+        }
+        self.rb_reserve_slow(len, length, ts, overwrite)
+    }
+
+    /// The common case of `__rb_reserve_next` in one pass, with no loop and
+    /// one bounds check: an event whose payload needs no padding (length a
+    /// multiple of 4, not 8), not the first on its page, no TIME_EXTEND/TIME_STAMP needed (the stamps
+    /// agree, so we interrupted nobody, and the delta fits 27 bits), and it
+    /// fits in the tail page. It changes nothing unless it succeeds, so
+    /// `None` simply hands over to the general path.
+    #[inline(always)]
+    fn rb_reserve_fast(&self, len: usize, length: usize, ts: u64) -> Option<Reserved> {
+        // Known at compile time for fixed-size events: no padding after
+        // the payload (small form: type_len = len / 4; long form: array[0]).
+        let data_off = data_offset(length);
+        if length != len + data_off {
+            return None;
+        }
+        let tail_idx = self.tail_page.load(Acquire);
+        let tail_page = self.pages().get(tail_idx)?;
+        let wv = tail_page.write.load(Acquire);
+        let w = wv & RB_WRITE_MASK;
+        let before = self.before_stamp.load(Relaxed);
+        let after = self.write_stamp.load(Relaxed);
+        // Clamp a clock that went backwards, as the general path does.
+        let ts = ts.max(after);
+        let delta = ts - after;
+        if w == 0 || before != after || delta > TS_MASK || w + length > BUF_PAGE_SIZE {
+            return None;
+        }
+        self.before_stamp.store(ts, Relaxed);
+        #[cfg(all(test, not(loom)))]
+        test_hook::fire("before_cas");
+        tail_page
+            .write
+            .compare_exchange(wv, wv + length, SeqCst, Relaxed)
+            .ok()?;
+        local_add(&tail_page.entries, 1);
+        local_add(&self.entries_bytes, length);
+        let (h, a) = data_event_header(length, delta as u32);
+        // SAFETY: [w, w + length) was reserved by our cmpxchg and
+        // w + length <= BUF_PAGE_SIZE.
+        unsafe {
+            tail_page.write_u32(w, h);
+            if let Some(a) = a {
+                tail_page.write_u32(w + 4, a);
+            }
+        }
+        #[cfg(all(test, not(loom)))]
+        test_hook::fire("before_write_stamp");
+        self.write_stamp.store(ts, Relaxed);
+        Some(Reserved {
+            ts,
+            data: tail_page.data_ptr(w + data_off),
+            len,
+        })
+    }
+
+    /// Everything else (Linux's reserve loop with rb_move_tail): not inlined,
+    /// so that the fast path stays small.
+    #[cold]
+    #[inline(never)]
+    fn rb_reserve_slow(
+        &self,
+        len: usize,
+        length: usize,
+        ts: u64,
+        overwrite: &AtomicBool,
+    ) -> Option<Reserved> {
+        match self.rb_reserve_next_event(len, length, ts, overwrite.load(Relaxed)) {
             Some(r) => Some(r),
             None => {
                 self.state.fetch_sub(1, Release);
@@ -298,9 +380,10 @@ impl RingBufferPerCpu {
     }
 
     /// `ring_buffer_unlock_commit` for this CPU.
+    #[inline(always)]
     pub(crate) fn unlock_commit(&self) {
         // rb_commit
-        self.entries.fetch_add(1, Release);
+        local_add(&self.entries, 1);
         self.rb_end_commit();
         self.state.fetch_sub(1, Release);
     }
@@ -312,17 +395,22 @@ impl RingBufferPerCpu {
     /// no other view of it exists.
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn reserved_mut(&self, r: &Reserved) -> &mut [u8] {
-        // SAFETY: the range was reserved by the CAS on `write` for this
-        // writer alone; readers only look below `commit`, which cannot pass
-        // it before `unlock_commit`.
-        unsafe { self.pages()[r.page].slice_mut(r.offset, r.len) }
+        // SAFETY: `r.data` points at `r.len` bytes inside a page of this
+        // CPU, reserved by the CAS on `write` for this writer alone; readers
+        // only look below `commit`, which cannot pass it before
+        // `unlock_commit`, and the page table cannot change while a writer
+        // is in flight (see `pages`).
+        unsafe { core::slice::from_raw_parts_mut(r.data, r.len) }
     }
 
-    fn rb_reserve_next_event(&self, len: usize, ts: u64, overwrite: bool) -> Option<Reserved> {
-        // rb_start_commit
-        self.committing.fetch_add(1, Relaxed);
-        self.commits.fetch_add(1, Relaxed);
-        let length = rb_calculate_event_length(len);
+    /// The reserve loop of `rb_reserve_next_event` (after rb_start_commit).
+    fn rb_reserve_next_event(
+        &self,
+        len: usize,
+        length: usize,
+        ts: u64,
+        overwrite: bool,
+    ) -> Option<Reserved> {
         for _ in 0..1000 {
             match self.rb_reserve_next(len, length, ts, overwrite) {
                 Step::Done(r) => return Some(r),
@@ -396,8 +484,8 @@ impl RingBufferPerCpu {
             // An interrupt reserved meanwhile: start again.
             return Step::Again;
         }
-        tail_page.entries.fetch_add(1, Relaxed);
-        self.entries_bytes.fetch_add(total, Relaxed);
+        local_add(&tail_page.entries, 1);
+        local_add(&self.entries_bytes, total);
         if w == 0 {
             tail_page.page.time_stamp.store(ts, Relaxed);
         }
@@ -432,8 +520,7 @@ impl RingBufferPerCpu {
         self.write_stamp.store(ts, Relaxed);
         Step::Done(Reserved {
             ts,
-            page: tail_idx,
-            offset: data_start,
+            data: tail_page.data_ptr(data_start),
             len,
         })
     }
@@ -484,7 +571,7 @@ impl RingBufferPerCpu {
         // out_again: pad the old page, commit what we have, retry.
         self.rb_reset_tail(tail_idx, tail, length);
         self.rb_end_commit();
-        self.committing.fetch_add(1, Relaxed);
+        local_add(&self.committing, 1);
         Step::Again
     }
 
@@ -580,7 +667,7 @@ impl RingBufferPerCpu {
         // A discarded event covering the rest of the page (delta must be
         // non-zero). Unlike the null padding above, readers see it, so it
         // counts in the bytes statistic (Linux commit 45d99ea451d0, 2023).
-        self.entries_bytes.fetch_add(BUF_PAGE_SIZE - tail, Relaxed);
+        local_add(&self.entries_bytes, BUF_PAGE_SIZE - tail);
         // SAFETY: [tail, BUF_PAGE_SIZE) is inside our over-reservation.
         unsafe {
             page.write_u32(tail, event_header(RINGBUF_TYPE_PADDING, 1));
@@ -590,6 +677,7 @@ impl RingBufferPerCpu {
     }
 
     /// `rb_end_commit`: the outermost writer publishes everything reserved.
+    #[inline(always)]
     fn rb_end_commit(&self) {
         if self.committing.load(Relaxed) == 0 {
             return;
@@ -599,20 +687,41 @@ impl RingBufferPerCpu {
             if self.committing.load(Relaxed) == 1 {
                 self.rb_set_commit_to_write();
             }
-            self.committing.fetch_sub(1, Relaxed);
+            local_sub(&self.committing, 1);
             // An interrupt may have committed between our update and the
             // decrement: then its data is not published yet. Redo.
             if self.commits.load(Relaxed) != commits && self.committing.load(Relaxed) == 0 {
-                self.committing.fetch_add(1, Relaxed);
+                local_add(&self.committing, 1);
                 continue;
             }
             break;
         }
     }
 
-    /// `rb_set_commit_to_write`: walk the commit page up to the tail page,
-    /// setting each page's `commit` to its `write`.
+    /// `rb_set_commit_to_write`. The common case first: the commit page is
+    /// the tail page, so publishing is one store of `write` into the page's
+    /// `commit`; then, as Linux's "again, just in case", if an interrupt
+    /// reserved or moved the tail meanwhile, the general walk runs.
+    #[inline(always)]
     fn rb_set_commit_to_write(&self) {
+        let cp = self.commit_page.load(Relaxed);
+        if cp == self.tail_page.load(Acquire) {
+            if let Some(p) = self.pages().get(cp) {
+                let w = p.write_index();
+                p.page.commit.store(w as u64, Release);
+                if p.write_index() == w && self.tail_page.load(Acquire) == cp {
+                    return;
+                }
+            }
+        }
+        self.rb_set_commit_to_write_slow();
+    }
+
+    /// The general `rb_set_commit_to_write`: walk the commit page up to the
+    /// tail page, setting each page's `commit` to its `write`.
+    #[cold]
+    #[inline(never)]
+    fn rb_set_commit_to_write_slow(&self) {
         let pages = self.pages();
         loop {
             let mut max_count = self.nr_pages.load(Relaxed) * 100;

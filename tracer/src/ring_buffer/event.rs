@@ -70,6 +70,7 @@ pub const RB_MISSED_FLAGS: u64 = RB_MISSED_EVENTS | RB_MISSED_STORED;
 
 /// `rb_calculate_event_length`: bytes taken on the page by a data event with a
 /// `len`-byte payload (without any TIME_EXTEND in front of it).
+#[inline]
 pub const fn rb_calculate_event_length(len: usize) -> usize {
     // A zero length would confuse readers.
     let mut length = if len == 0 { 1 } else { len };
@@ -87,6 +88,7 @@ pub const fn rb_calculate_event_length(len: usize) -> usize {
 }
 
 /// Build an event header word.
+#[inline]
 pub const fn event_header(type_len: u32, time_delta: u32) -> u32 {
     (type_len & 0x1f) | (time_delta << 5)
 }
@@ -94,6 +96,7 @@ pub const fn event_header(type_len: u32, time_delta: u32) -> u32 {
 /// The header of a data event occupying `length` bytes (from
 /// [`rb_calculate_event_length`]) as `rb_update_event` writes it: returns the
 /// header word and, for the long form, `array[0]`.
+#[inline]
 pub const fn data_event_header(length: usize, time_delta: u32) -> (u32, Option<u32>) {
     let body = length - RB_EVNT_HDR_SIZE;
     if body > RB_MAX_SMALL_DATA {
@@ -104,6 +107,7 @@ pub const fn data_event_header(length: usize, time_delta: u32) -> (u32, Option<u
 }
 
 /// Offset of the payload from the start of a data event of `length` bytes.
+#[inline]
 pub const fn data_offset(length: usize) -> usize {
     if length - RB_EVNT_HDR_SIZE > RB_MAX_SMALL_DATA {
         8

@@ -222,6 +222,7 @@ impl Reservation<'_> {
     /// The payload bytes (exactly the `len` asked for; the event on the page
     /// is padded with zeros to a multiple of 4). They hold whatever the page
     /// held before: the writer must fill them all.
+    #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: `self.r` is an uncommitted reservation of this CPU and the
         // returned borrow is tied to `&mut self`, so no two views exist.
@@ -236,6 +237,7 @@ impl Reservation<'_> {
 }
 
 impl Drop for Reservation<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.cpu.unlock_commit();
     }
@@ -269,6 +271,7 @@ impl RingBuffer {
         self.cpus.len()
     }
 
+    #[inline]
     fn cpu(&self, cpu: usize) -> Option<&RingBufferPerCpu> {
         self.cpus.get(cpu)
     }
@@ -398,9 +401,10 @@ impl RingBuffer {
     /// and `cpu` is the current CPU; on the host, only one thread writes to a
     /// given `cpu`. Reservations on one CPU must be committed in reverse
     /// order (innermost first).
+    #[inline]
     pub unsafe fn lock_reserve(&self, cpu: usize, len: usize, ts: u64) -> Option<Reservation<'_>> {
         let c = self.cpu(cpu)?;
-        let r = c.lock_reserve(len, ts, self.overwrite(), &self.record_disabled)?;
+        let r = c.lock_reserve(len, ts, &self.overwrite, &self.record_disabled)?;
         Some(Reservation {
             cpu: c,
             r,
@@ -409,6 +413,7 @@ impl RingBuffer {
     }
 
     /// `ring_buffer_unlock_commit`.
+    #[inline]
     pub fn unlock_commit(&self, res: Reservation<'_>) {
         drop(res);
     }
@@ -677,10 +682,18 @@ mod tests {
     /// inside the outer reserve; return (ts, first byte) of all events and
     /// the kinds of the entries on the page.
     fn nested_at(point: &'static str) -> (Vec<(u64, u8)>, Vec<EventKind>) {
+        nested_at_len::<8>(point)
+    }
+
+    /// As `nested_at` with `N`-byte events. 8 bytes take 16 on the page (4
+    /// bytes of padding): the general reserve path. 24 bytes take 28 with
+    /// no padding: the fast path (`rb_reserve_fast`), for every event but
+    /// the first on the page.
+    fn nested_at_len<const N: usize>(point: &'static str) -> (Vec<(u64, u8)>, Vec<EventKind>) {
         let rb = Arc::new(RingBuffer::new(1, 4 * 4080).unwrap());
         // SAFETY (all writes): one thread; the hook nests like an interrupt.
         unsafe {
-            assert!(rb.write(0, 100, &[0; 8]));
+            assert!(rb.write(0, 100, &[0; N]));
         }
         let fired = Rc::new(Cell::new(false));
         {
@@ -688,17 +701,17 @@ mod tests {
             test_hook::set(move |p| {
                 if p == point && !fired.get() {
                     fired.set(true);
-                    assert!(unsafe { rb.write(0, 150, &[2; 8]) });
+                    assert!(unsafe { rb.write(0, 150, &[2; N]) });
                 }
             });
         }
         unsafe {
-            assert!(rb.write(0, 120, &[1; 8]));
+            assert!(rb.write(0, 120, &[1; N]));
         }
         test_hook::clear();
         assert!(fired.get());
         unsafe {
-            assert!(rb.write(0, 200, &[3; 8]));
+            assert!(rb.write(0, 200, &[3; N]));
         }
         let mut page = alloc::boxed::Box::new([0u8; PAGE_SIZE]);
         rb.read_page(0, &mut page).unwrap();
@@ -734,5 +747,39 @@ mod tests {
         let (evs, kinds) = nested_at("before_cas");
         assert_eq!(evs, vec![(100, 0), (150, 2), (150, 1), (200, 3)]);
         assert_eq!(kinds, vec![Data, TimeStamp, Data, Data, Data]);
+    }
+
+    #[test]
+    fn fast_path_nesting_matches_general_path() {
+        // The same two interleavings with events that take the fast path:
+        // the same times, the same time events.
+        assert_eq!(
+            nested_at_len::<24>("before_write_stamp"),
+            nested_at("before_write_stamp")
+        );
+        assert_eq!(nested_at_len::<24>("before_cas"), nested_at("before_cas"));
+    }
+
+    #[test]
+    fn fast_path_event_format() {
+        // Second event on the page, 24 bytes, small delta: one 28-byte
+        // event (type_len 6, the delta in the header), as Linux writes it.
+        let rb = RingBuffer::new(1, 4 * 4080).unwrap();
+        // SAFETY: one thread writes CPU 0.
+        unsafe {
+            assert!(rb.write(0, 1000, &[7; 24]));
+            assert!(rb.write(0, 1005, &[8; 24]));
+        }
+        let mut page = alloc::boxed::Box::new([0u8; PAGE_SIZE]);
+        rb.read_page(0, &mut page).unwrap();
+        assert_eq!(u64::from_le_bytes(page[0..8].try_into().unwrap()), 1000);
+        assert_eq!(u64::from_le_bytes(page[8..16].try_into().unwrap()), 56);
+        let d = &page[BUF_PAGE_HDR_SIZE..];
+        assert_eq!(u32::from_le_bytes(d[0..4].try_into().unwrap()), 6);
+        assert_eq!(
+            u32::from_le_bytes(d[28..32].try_into().unwrap()),
+            6 | 5 << 5
+        );
+        assert_eq!(&d[32..56], &[8; 24]);
     }
 }

@@ -54,6 +54,7 @@ impl DataPage {
     }
 
     /// Pointer to `data[off]`.
+    #[inline(always)]
     fn ptr(&self, off: usize) -> *mut u8 {
         debug_assert!(off <= BUF_PAGE_SIZE);
         // SAFETY: `off <= BUF_PAGE_SIZE`, so the result stays inside the array
@@ -92,7 +93,14 @@ impl BufferPage {
         })
     }
 
+    /// Pointer to `data[off]`, for `off <= BUF_PAGE_SIZE`.
+    #[inline(always)]
+    pub(crate) fn data_ptr(&self, off: usize) -> *mut u8 {
+        self.page.ptr(off)
+    }
+
     /// `rb_page_write`.
+    #[inline]
     pub(crate) fn write_index(&self) -> usize {
         self.write.load(Ordering::Acquire) & RB_WRITE_MASK
     }
@@ -103,6 +111,7 @@ impl BufferPage {
     }
 
     /// `rb_page_commit`.
+    #[inline]
     pub(crate) fn commit(&self) -> usize {
         self.page.commit.load(Ordering::Acquire) as usize
     }
@@ -123,6 +132,7 @@ impl BufferPage {
     /// The caller owns `data[off..off + src.len()]`: it reserved that range
     /// and has not committed it yet (or it is the page's owner while
     /// recording is stopped). `off + src.len() <= BUF_PAGE_SIZE`.
+    #[inline]
     pub(crate) unsafe fn write_bytes(&self, off: usize, src: &[u8]) {
         debug_assert!(off + src.len() <= BUF_PAGE_SIZE);
         // SAFETY: per this function's contract, nobody else reads or writes
@@ -131,6 +141,7 @@ impl BufferPage {
     }
 
     /// Write a little-endian u32 at `data[off]`. Same contract as `write_bytes`.
+    #[inline]
     pub(crate) unsafe fn write_u32(&self, off: usize, v: u32) {
         // SAFETY: forwarded contract.
         unsafe { self.write_bytes(off, &v.to_le_bytes()) }
@@ -141,18 +152,6 @@ impl BufferPage {
         debug_assert!(off + len <= BUF_PAGE_SIZE);
         // SAFETY: forwarded contract.
         unsafe { core::ptr::write_bytes(self.page.ptr(off), 0, len) }
-    }
-
-    /// A mutable view of `data[off..off + len]`.
-    ///
-    /// # Safety
-    /// As `write_bytes`, and the caller must not create overlapping views.
-    #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
-        debug_assert!(off + len <= BUF_PAGE_SIZE);
-        // SAFETY: forwarded contract: the range is inside the page and
-        // exclusively owned by the caller for the returned lifetime.
-        unsafe { core::slice::from_raw_parts_mut(self.page.ptr(off), len) }
     }
 
     /// A view of the committed data `data[..len]`.
