@@ -7,7 +7,7 @@ use core::cell::UnsafeCell;
 
 use super::event::*;
 use super::page::{BufferPage, RB_WRITE_INTCNT, RB_WRITE_MASK};
-use super::sync::{local_add, local_sub, spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use super::sync::{spin_loop, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::{AllocError, RingBufferError};
 
 use Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -296,8 +296,8 @@ impl RingBufferPerCpu {
             return None;
         }
         // rb_start_commit
-        local_add(&self.committing, 1);
-        local_add(&self.commits, 1);
+        local_inc!(self, RingBufferPerCpu, committing);
+        local_inc!(self, RingBufferPerCpu, commits);
         let length = rb_calculate_event_length(len);
         if let Some(r) = self.rb_reserve_fast(len, length, ts) {
             return Some(r);
@@ -338,8 +338,8 @@ impl RingBufferPerCpu {
             .write
             .compare_exchange(wv, wv + length, SeqCst, Relaxed)
             .ok()?;
-        local_add(&tail_page.entries, 1);
-        local_add(&self.entries_bytes, length);
+        local_inc!(tail_page, BufferPage, entries);
+        local_add!(self, RingBufferPerCpu, entries_bytes, length);
         let (h, a) = data_event_header(length, delta as u32);
         // SAFETY: [w, w + length) was reserved by our cmpxchg and
         // w + length <= BUF_PAGE_SIZE.
@@ -383,7 +383,7 @@ impl RingBufferPerCpu {
     #[inline(always)]
     pub(crate) fn unlock_commit(&self) {
         // rb_commit
-        local_add(&self.entries, 1);
+        local_inc!(self, RingBufferPerCpu, entries);
         self.rb_end_commit();
         self.state.fetch_sub(1, Release);
     }
@@ -484,8 +484,8 @@ impl RingBufferPerCpu {
             // An interrupt reserved meanwhile: start again.
             return Step::Again;
         }
-        local_add(&tail_page.entries, 1);
-        local_add(&self.entries_bytes, total);
+        local_inc!(tail_page, BufferPage, entries);
+        local_add!(self, RingBufferPerCpu, entries_bytes, total);
         if w == 0 {
             tail_page.page.time_stamp.store(ts, Relaxed);
         }
@@ -571,7 +571,7 @@ impl RingBufferPerCpu {
         // out_again: pad the old page, commit what we have, retry.
         self.rb_reset_tail(tail_idx, tail, length);
         self.rb_end_commit();
-        local_add(&self.committing, 1);
+        local_inc!(self, RingBufferPerCpu, committing);
         Step::Again
     }
 
@@ -667,7 +667,7 @@ impl RingBufferPerCpu {
         // A discarded event covering the rest of the page (delta must be
         // non-zero). Unlike the null padding above, readers see it, so it
         // counts in the bytes statistic (Linux commit 45d99ea451d0, 2023).
-        local_add(&self.entries_bytes, BUF_PAGE_SIZE - tail);
+        local_add!(self, RingBufferPerCpu, entries_bytes, BUF_PAGE_SIZE - tail);
         // SAFETY: [tail, BUF_PAGE_SIZE) is inside our over-reservation.
         unsafe {
             page.write_u32(tail, event_header(RINGBUF_TYPE_PADDING, 1));
@@ -679,39 +679,42 @@ impl RingBufferPerCpu {
     /// `rb_end_commit`: the outermost writer publishes everything reserved.
     #[inline(always)]
     fn rb_end_commit(&self) {
-        if self.committing.load(Relaxed) == 0 {
-            return;
-        }
+        // Every caller did rb_start_commit (Linux: RB_WARN_ON).
+        debug_assert!(self.committing.load(Relaxed) != 0);
         loop {
             let commits = self.commits.load(Relaxed);
             if self.committing.load(Relaxed) == 1 {
                 self.rb_set_commit_to_write();
             }
-            local_sub(&self.committing, 1);
-            // An interrupt may have committed between our update and the
-            // decrement: then its data is not published yet. Redo.
+            local_dec!(self, RingBufferPerCpu, committing);
+            // An interrupt may have reserved (and committed) between our
+            // load of `commits` and the decrement: then what it wrote may not
+            // be published yet. Redo.
             if self.commits.load(Relaxed) != commits && self.committing.load(Relaxed) == 0 {
-                local_add(&self.committing, 1);
+                local_inc!(self, RingBufferPerCpu, committing);
                 continue;
             }
             break;
         }
     }
 
-    /// `rb_set_commit_to_write`. The common case first: the commit page is
+    /// `rb_set_commit_to_write`, the common case first: the commit page is
     /// the tail page, so publishing is one store of `write` into the page's
-    /// `commit`; then, as Linux's "again, just in case", if an interrupt
-    /// reserved or moved the tail meanwhile, the general walk runs.
+    /// `commit`. Linux then checks again ("just in case") that no
+    /// interrupt reserved or moved the tail meanwhile; here that check is
+    /// the `commits` test of `rb_end_commit`, which redoes this when an
+    /// interrupt reserved anything after `commits` was read, which is before
+    /// `write` is read here.
     #[inline(always)]
     fn rb_set_commit_to_write(&self) {
         let cp = self.commit_page.load(Relaxed);
         if cp == self.tail_page.load(Acquire) {
             if let Some(p) = self.pages().get(cp) {
                 let w = p.write_index();
+                #[cfg(all(test, not(loom)))]
+                test_hook::fire("commit_before_store");
                 p.page.commit.store(w as u64, Release);
-                if p.write_index() == w && self.tail_page.load(Acquire) == cp {
-                    return;
-                }
+                return;
             }
         }
         self.rb_set_commit_to_write_slow();

@@ -83,10 +83,11 @@
 //! assert_eq!(e.data, [42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 //! ```
 
+#[macro_use]
+mod sync;
 mod cpu;
 pub mod event;
 mod page;
-mod sync;
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -781,5 +782,34 @@ mod tests {
             6 | 5 << 5
         );
         assert_eq!(&d[32..56], &[8; 24]);
+    }
+
+    #[test]
+    fn interrupt_during_commit_is_published() {
+        // An "interrupt" writes an event after the outer writer read
+        // `write` but before it stored `commit` (a stale value): the
+        // `commits` test of rb_end_commit must publish the nested event.
+        for n in [24usize, 8] {
+            let rb = Arc::new(RingBuffer::new(1, 4 * 4080).unwrap());
+            // SAFETY (all writes): one thread; the hook nests like an interrupt.
+            unsafe { assert!(rb.write(0, 100, &vec![0; n])) };
+            let fired = Rc::new(Cell::new(false));
+            {
+                let (rb, fired) = (rb.clone(), fired.clone());
+                test_hook::set(move |p| {
+                    if p == "commit_before_store" && !fired.get() {
+                        fired.set(true);
+                        assert!(unsafe { rb.write(0, 150, &vec![2; n]) });
+                    }
+                });
+            }
+            unsafe { assert!(rb.write(0, 120, &vec![1; n])) };
+            test_hook::clear();
+            assert!(fired.get());
+            let got: Vec<(u64, u8)> = core::iter::from_fn(|| rb.consume(0))
+                .map(|e| (e.ts, e.data[0]))
+                .collect();
+            assert_eq!(got, vec![(100, 0), (120, 1), (150, 2)], "len {n}");
+        }
     }
 }
