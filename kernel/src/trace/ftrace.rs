@@ -390,44 +390,49 @@ pub mod recursion {
     pub const LIST_START: u32 = 5;
     const TRANSITION: u32 = 4;
 
-    /// 0: exception (NMI-like), 1: irq, 3: normal (Linux's bit order).
+    /// 0: exception (NMI-like), 1: irq, 3: normal (Linux's bit order),
+    /// from one gs-relative load of both depths.
     #[inline(always)]
     fn context_bit() -> u32 {
-        let cpu = percpu::this_cpu();
-        if cpu.exception_depth.load(Ordering::Relaxed) != 0 {
-            0
-        } else if cpu.irq_depth.load(Ordering::Relaxed) != 0 {
-            1
-        } else {
+        let depths = percpu::this_cpu_irq_exception_depth();
+        if depths == 0 {
             3
+        } else if depths >> 32 != 0 {
+            0
+        } else {
+            1
         }
     }
 
     /// Disables preemption and takes this context's bit; None if it is taken
     /// (and the transition bit too): the caller must not trace.
+    ///
+    /// Hot path: five gs-relative instructions (preempt_count += 1, load
+    /// the bits, load the depths, store the bits), no locked instruction:
+    /// all of it is this CPU's own data, and an interrupt that takes a bit
+    /// releases it before returning (Linux's trace_test_and_set_recursion
+    /// works the same way on current->trace_recursion).
     #[inline(always)]
     pub fn trylock(start: u32) -> Option<u32> {
-        crate::sched::preempt_disable();
-        let cpu = percpu::this_cpu();
-        let val = cpu.trace_recursion.load(Ordering::Relaxed);
+        percpu::this_cpu_preempt_inc();
+        let val = percpu::this_cpu_trace_recursion();
         let mut bit = start + context_bit();
         if val & (1 << bit) != 0 {
             bit = start + TRANSITION;
             if val & (1 << bit) != 0 {
-                crate::sched::preempt_enable();
+                percpu::this_cpu_preempt_dec();
                 return None;
             }
         }
-        cpu.trace_recursion.store(val | (1 << bit), Ordering::Relaxed);
+        percpu::this_cpu_set_trace_recursion(val | (1 << bit));
         Some(bit)
     }
 
     /// Releases the bit and re-enables preemption.
     #[inline(always)]
     pub fn unlock(bit: u32) {
-        let cpu = percpu::this_cpu();
-        cpu.trace_recursion.fetch_and(!(1 << bit), Ordering::Relaxed);
-        crate::sched::preempt_enable();
+        percpu::this_cpu_and_trace_recursion(!(1 << bit));
+        percpu::this_cpu_preempt_dec();
     }
 }
 

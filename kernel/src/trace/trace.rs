@@ -80,23 +80,28 @@ pub fn trace_clock_index() -> usize {
 
 /// Samples the context of the event being recorded (Linux:
 /// tracing_gen_ctx_dec: the tracer's own preempt_disable is not counted).
+/// Each per-CPU value is one gs-relative load (no load of the per-CPU
+/// area's address first).
 #[inline(always)]
 pub fn tracing_gen_ctx_dec() -> TraceCtx {
-    let cpu = percpu::this_cpu();
     let irq = IrqContext {
         irqs_off: !arch::irqs_enabled(),
-        hardirq: cpu.irq_depth.load(Ordering::Relaxed) != 0,
-        need_resched: cpu.need_resched.load(Ordering::Relaxed) != 0,
+        hardirq: percpu::this_cpu_irq_exception_depth() as u32 != 0,
+        need_resched: percpu::this_cpu_need_resched() != 0,
         ..IrqContext::default()
     };
-    let depth = cpu.preempt_count.load(Ordering::Relaxed).saturating_sub(1);
+    let depth = percpu::this_cpu_preempt_count().saturating_sub(1);
     TraceCtx::new(irq.flags(), depth, 0)
 }
 
 /// The common header for an event of `type_` by the running task.
 #[inline(always)]
 pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
-    TraceEntry::new(type_, ctx, crate::sched::current_pid() as i32)
+    let task = percpu::this_cpu_current() as *const crate::sched::Task;
+    // SAFETY: `current` is null or the running task, which stays alive
+    // while it runs (as in sched::current_pid).
+    let pid = unsafe { task.as_ref() }.map_or(0, |t| t.pid);
+    TraceEntry::new(type_, ctx, pid as i32)
 }
 
 /// Set by writers, cleared by the timer tick, which wakes `trace_pipe`

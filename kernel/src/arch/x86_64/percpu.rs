@@ -80,6 +80,94 @@ pub fn this_cpu() -> &'static PerCpu {
     unsafe { &*(addr as *const PerCpu) }
 }
 
+/// One gs-relative instruction on a field of this CPU's [`PerCpu`], with no
+/// load of the area's address first (Linux: `this_cpu_read`,
+/// `__this_cpu_add`/`raw_cpu_add`, which are `mov`/`add` on `%gs:field`).
+/// A read-modify-write here has no `lock` prefix: only this CPU writes its
+/// own area, and one instruction is atomic with respect to its interrupts.
+macro_rules! gs_field_ops {
+    ($(#[$m:meta])* read $name:ident: $field:ident, $ty:ty, $w:literal) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name() -> $ty {
+            let v: $ty;
+            // SAFETY: GS points at this CPU's PerCpu (set by `init` before
+            // any use) and the offset is that of the field, of this size.
+            unsafe {
+                asm!(concat!("mov {v", $w, "}, ", "gs:[{off}]"), v = out(reg) v,
+                     off = const core::mem::offset_of!(PerCpu, $field),
+                     options(nostack, preserves_flags, readonly))
+            };
+            v
+        }
+    };
+    ($(#[$m:meta])* $insn:literal $name:ident: $field:ident, $ty:ty, $w:literal) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name(v: $ty) {
+            // SAFETY: as for the reads; the instruction writes only the
+            // field, which no other CPU writes.
+            unsafe {
+                asm!(concat!($insn, " gs:[{off}], {v", $w, "}"), v = in(reg) v,
+                     off = const core::mem::offset_of!(PerCpu, $field),
+                     options(nostack))
+            };
+        }
+    };
+}
+
+gs_field_ops!(
+    /// This CPU's `preempt_count`.
+    read this_cpu_preempt_count: preempt_count, u32, ":e");
+gs_field_ops!(
+    /// `irq_depth` (low half) and `exception_depth` (high half) in one
+    /// load: 0 means task context.
+    read this_cpu_irq_exception_depth: irq_depth, u64, "");
+gs_field_ops!(
+    /// The running task (a `*const Task`, 0 before the scheduler runs).
+    read this_cpu_current: current, usize, "");
+gs_field_ops!(
+    /// This CPU's ftrace recursion bits.
+    read this_cpu_trace_recursion: trace_recursion, u32, ":e");
+gs_field_ops!(
+    /// This CPU's need_resched flag.
+    read this_cpu_need_resched: need_resched, u32, ":e");
+/// `preempt_count += 1` in one instruction (Linux: `__preempt_count_add`,
+/// `addl $1, %gs:__preempt_count`), for the tracer's
+/// `preempt_disable_notrace`.
+#[inline(always)]
+pub fn this_cpu_preempt_inc() {
+    // SAFETY: GS points at this CPU's PerCpu; the instruction writes only
+    // `preempt_count`, which no other CPU writes, and one instruction is
+    // atomic with respect to this CPU's interrupts.
+    unsafe {
+        asm!("add dword ptr gs:[{off}], 1", off = const core::mem::offset_of!(PerCpu, preempt_count),
+             options(nostack))
+    };
+}
+
+/// `preempt_count -= 1` in one instruction (see [`this_cpu_preempt_inc`]).
+#[inline(always)]
+pub fn this_cpu_preempt_dec() {
+    // SAFETY: as in `this_cpu_preempt_inc`.
+    unsafe {
+        asm!("sub dword ptr gs:[{off}], 1", off = const core::mem::offset_of!(PerCpu, preempt_count),
+             options(nostack))
+    };
+}
+
+gs_field_ops!(
+    /// Sets the ftrace recursion bits.
+    "mov" this_cpu_set_trace_recursion: trace_recursion, u32, ":e");
+gs_field_ops!(
+    /// Clears recursion bits: `trace_recursion &= v`.
+    "and" this_cpu_and_trace_recursion: trace_recursion, u32, ":e");
+
+// `this_cpu_irq_exception_depth` reads both depths as one u64.
+const _: () = assert!(
+    core::mem::offset_of!(PerCpu, exception_depth) == core::mem::offset_of!(PerCpu, irq_depth) + 4
+);
+
 /// Another CPU's per-CPU area.
 pub fn per_cpu(cpu: usize) -> &'static PerCpu {
     &PERCPU[cpu]
