@@ -41,7 +41,7 @@ use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, 
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
+    global_trace, trace_buffer_write_full, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
     TaskTable, TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, SeqFile, TRACE_MODE_WRITE};
@@ -154,7 +154,8 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     let Some(tr) = global_trace() else { return false };
     let ent = trace_entry(TRACE_GRAPH_ENT, tracing_gen_ctx_dec());
     let e = GraphEntEntry { ent, func: trace.func, depth: trace.depth };
-    trace_buffer_write(tr, GraphEntEntry::SIZE, |buf| {
+    // `encode` writes every byte: the payload needs no clearing first.
+    trace_buffer_write_full(tr, GraphEntEntry::SIZE, |buf| {
         let _ = e.encode(buf);
     })
 }
@@ -187,7 +188,8 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
         calltime: trace.calltime,
         rettime: trace.rettime,
     };
-    trace_buffer_write(tr, GraphRetEntry::SIZE, |buf| {
+    // `encode` writes every byte: the payload needs no clearing first.
+    trace_buffer_write_full(tr, GraphRetEntry::SIZE, |buf| {
         let _ = r.encode(buf);
     });
 }

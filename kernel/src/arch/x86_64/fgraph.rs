@@ -16,11 +16,19 @@
 //! Exit. The function's `ret` jumps to `return_to_handler` with the stack
 //! pointer just above the slot. The return value is in rax (and rdx for
 //! 128-bit values; this kernel has no SSE), every other caller-saved
-//! register is dead. `return_to_handler` saves rax/rdx, calls
-//! `ftrace_return_to_handler(slot)` (which records the exit and pops the
-//! frame), puts the real return address back in the slot, restores rax/rdx
-//! and `ret`s through the slot: the stack pointer ends exactly where the
-//! function's own `ret` would have left it.
+//! register is dead. `return_to_handler` saves rax/rdx (the first push
+//! lands in the slot itself, which is no longer needed), calls
+//! `ftrace_return_to_handler(slot)` (which records the exit, pops the frame
+//! and returns the real return address), restores rax/rdx and jumps to
+//! the real caller, as Linux's does (`jmp *%rdi`): the stack pointer ends
+//! exactly where the function's own `ret` would have left it.
+//!
+//! With `tracing_on` 0 the entry callback returns at once, before pushing
+//! a shadow frame (the function tracer's fast path does the same). Linux
+//! 6.1 pushes the frame and pops it again when the tracer refuses the
+//! call; the difference is only visible to `set_graph_function`, whose
+//! "inside a selected function" state is not set for a call entered while
+//! tracing was off.
 use core::arch::global_asm;
 
 use crate::trace::ftrace::{recursion, FtraceOps};
@@ -31,17 +39,14 @@ global_asm!(
 .global return_to_handler
 .type return_to_handler, @function
 return_to_handler:
-    sub rsp, 8                       /* rsp = the hijacked slot again */
-    push rax                         /* the return value */
-    push rdx
-    sub rsp, 8                       /* 16-byte alignment for the call */
-    lea rdi, [rsp + 24]              /* retp: the slot */
+    push rax                         /* the return value, into the slot */
+    push rdx                         /* rsp is 16-byte aligned again */
+    lea rdi, [rsp + 8]               /* retp: the slot */
     call ftrace_return_to_handler    /* rax = the real return address */
-    mov [rsp + 24], rax
-    add rsp, 8
+    mov rdi, rax
     pop rdx
     pop rax
-    ret                              /* to the real caller */
+    jmp rdi                          /* to the real caller */
 .size return_to_handler, . - return_to_handler
 .popsection
 "#
@@ -64,7 +69,25 @@ extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
 }
 
 /// function_graph's ftrace_ops callback (Linux: ftrace_graph_func).
-pub extern "C" fn ftrace_graph_func(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+///
+/// A naked function, as the function tracer's `function_trace_call`: it
+/// gets no mcount instrumentation (whose NOPed call would still make the
+/// compiler save the arguments), tests `tracing_on` in three instructions
+/// and only then tail-jumps, arguments untouched, to the part that pushes
+/// a shadow frame.
+#[unsafe(naked)]
+pub extern "C" fn ftrace_graph_func(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {tracing_on}], 0",
+        "jne {enter}",
+        "ret",
+        tracing_on = sym crate::trace::control::TRACING_ON,
+        enter = sym ftrace_graph_enter,
+    )
+}
+
+/// The part of [`ftrace_graph_func`] that runs with `tracing_on` 1.
+extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
     prepare_ftrace_return(ip, parent_slot);
 }
 
