@@ -34,6 +34,9 @@ Commands:
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
   crash                    panic on purpose (to see a kernel panic report)
+  ftrace_check             read every ftrace call site back and check it
+  ftrace_stress [SECONDS]  SMP stress of code patching (default 30 s)
+  ftrace_int3_test         hit a site while it is being patched (int3 path)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
   bench [steps]            cost of tracing per call/event/site (BENCHMARKS.md)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
@@ -65,6 +68,14 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "exit" => exit(args),
         "crash" => panic!("crash command typed in the shell"),
         "work" => super::work::run(args, out),
+        "ftrace_check" => {
+            out.emit_str(cmd, &crate::trace::selftest::ftrace_check_text());
+        }
+        "ftrace_stress" => ftrace_stress(args, out),
+        "ftrace_int3_test" => {
+            let text = crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
+            out.emit_str(cmd, &text);
+        }
         "calltree" => super::work::calltree(args, out),
         "trace-export" => crate::trace::export::command(args),
         "bench" => {
@@ -531,6 +542,31 @@ fn sleep(args: &[String]) {
             sleep_interruptible(ns);
         }
         None => println!("sleep: invalid number '{}'", arg),
+    }
+}
+
+fn ftrace_stress(args: &[String], out: &mut Output) {
+    let ns = match args.first() {
+        None => Some(30_000_000_000),
+        Some(a) => parse_seconds(a),
+    };
+    match ns {
+        Some(ns) => {
+            let text = crate::trace::selftest::ftrace_stress(ns, ftrace_targets::ftrace_selftest_target);
+            out.emit_str("ftrace_stress", &text);
+        }
+        None => println!("ftrace_stress: invalid number '{}'", args[0]),
+    }
+}
+
+/// Functions the ftrace self-tests trace (Linux: trace_selftest_dynamic.c,
+/// the one file of kernel/trace/ built with -pg). They live here because
+/// kernel/notrace.list keeps all of `kernel::trace` untraced.
+mod ftrace_targets {
+    /// The traced function of `ftrace_stress` and `ftrace_int3_test`.
+    #[inline(never)]
+    pub fn ftrace_selftest_target(x: u64) -> u64 {
+        crate::trace::selftest::ftrace_selftest_formula(core::hint::black_box(x))
     }
 }
 
