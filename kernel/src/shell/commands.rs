@@ -34,6 +34,7 @@ Commands:
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
   crash                    panic on purpose (to see a kernel panic report)
+  ringbuf markers|resize|rawdump|bigmarker ...  ring buffer workloads (tests)
   ftrace_check             read every ftrace call site back and check it
   ftrace_stress [SECONDS]  SMP stress of code patching (default 30 s)
   ftrace_int3_test         hit a site while it is being patched (int3 path)
@@ -78,6 +79,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         }
         "calltree" => super::work::calltree(args, out),
         "trace-export" => crate::trace::export::command(args),
+        "ringbuf" => crate::trace::buffer_files::command(args, out),
         "bench" => {
             out.emit_str(cmd, &crate::trace::bench::run(args));
         }

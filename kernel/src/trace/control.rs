@@ -95,6 +95,10 @@ pub trait TraceBuffer: Send + Sync {
     /// line (same text as in `trace`, preceded by `CPU:%d [LOST %lu EVENTS]`
     /// if events were lost); false if the buffer is empty.
     fn consume_event(&self, out: &mut String) -> bool;
+    /// As [`is_empty`](Self::is_empty) for one CPU (`per_cpu/cpuN/trace_pipe`).
+    fn is_empty_cpu(&self, cpu: usize) -> bool;
+    /// As [`consume_event`](Self::consume_event) for one CPU.
+    fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool;
 }
 
 /// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
@@ -199,16 +203,25 @@ pub fn tracing_is_on() -> bool {
     TRACING_ON.load(Ordering::Relaxed)
 }
 
-/// Turns recording on (Linux: `tracing_on()`, `tracer_tracing_on`). Takes
-/// no lock: callable from anywhere, including a tracer's hooks.
+/// Turns recording on (Linux: `tracing_on()`, `tracer_tracing_on`): the
+/// ring buffer's `ring_buffer_record_on`, and the flag tracer callbacks
+/// check to skip work early. Takes no lock: callable from anywhere,
+/// including a tracer's hooks and probes.
 pub fn tracing_on() {
+    if let Some(tr) = super::trace::global_trace() {
+        tr.buffer.record_on();
+    }
     TRACING_ON.store(true, Ordering::SeqCst);
 }
 
 /// Turns recording off (Linux: `tracing_off()`, used by the `traceoff`
-/// trigger). Tracer callbacks still run; only the buffer stops recording.
+/// trigger): `ring_buffer_record_off`, so every writer (tracers,
+/// `trace_marker`) fails. Tracer callbacks still run.
 pub fn tracing_off() {
     TRACING_ON.store(false, Ordering::SeqCst);
+    if let Some(tr) = super::trace::global_trace() {
+        tr.buffer.record_off();
+    }
 }
 
 /// Appends `# tracer: NAME` and the default header to `out`
@@ -301,11 +314,14 @@ fn current_tracer_store(text: &str) -> Result<(), Errno> {
 
 /// A write to `tracing_on` (Linux: `rb_simple_write`): a kstrtoul number,
 /// non-zero turns recording on and runs the tracer's start hook, zero turns
-/// it off and runs the stop hook.
+/// it off and runs the stop hook. Writing the current state does nothing.
 fn tracing_on_store(text: &str) -> Result<(), Errno> {
     let val = tracefs::parse_ulong(text)?;
     let _guard = TRACE_TYPES_LOCK.lock();
     let tracer = current_tracer();
+    if (val != 0) == tracing_is_on() {
+        return Ok(());
+    }
     if val != 0 {
         tracing_on();
         if let Some(start) = tracer.start {
@@ -378,16 +394,21 @@ struct TracePipe {
     has_read: bool,
     nonblock: bool,
     /// The current tracer's reader, if it has one (the tracer cannot change
-    /// while the pipe is open).
+    /// while the pipe is open). Only for the all-CPU pipe.
     reader: Option<Box<dyn PipeReader>>,
+    /// `Some(n)` for `per_cpu/cpuN/trace_pipe` (Linux's `iter->cpu_file`).
+    cpu: Option<usize>,
 }
 
 fn trace_buffer() -> Option<&'static dyn TraceBuffer> {
     *TRACE_BUFFER.lock()
 }
 
-fn pipe_has_data() -> bool {
-    trace_buffer().is_some_and(|b| !b.is_empty())
+fn pipe_has_data(cpu: Option<usize>) -> bool {
+    trace_buffer().is_some_and(|b| match cpu {
+        Some(c) => !b.is_empty_cpu(c),
+        None => !b.is_empty(),
+    })
 }
 
 impl OpenFile for TracePipe {
@@ -406,9 +427,14 @@ impl OpenFile for TracePipe {
             if let Some(buffer) = trace_buffer() {
                 // Consume events until the reader's buffer is full.
                 let mut text = String::new();
-                match self.reader.as_mut() {
-                    Some(r) => while text.len() < buf.len() && r.consume_event(&mut text) {},
-                    None => while text.len() < buf.len() && buffer.consume_event(&mut text) {},
+                match (self.reader.as_mut(), self.cpu) {
+                    (_, Some(c)) => {
+                        while text.len() < buf.len() && buffer.consume_event_cpu(c, &mut text) {}
+                    }
+                    (Some(r), None) => while text.len() < buf.len() && r.consume_event(&mut text) {},
+                    (None, None) => {
+                        while text.len() < buf.len() && buffer.consume_event(&mut text) {}
+                    }
                 }
                 if !text.is_empty() {
                     self.pending = text.into_bytes();
@@ -422,9 +448,9 @@ impl OpenFile for TracePipe {
             if self.has_read && !tracing_is_on() {
                 return Ok(0);
             }
-            let has_read = self.has_read;
+            let (has_read, cpu) = (self.has_read, self.cpu);
             crate::fs::wait_event_interruptible(&TRACE_PIPE_WAIT, || {
-                pipe_has_data() || (has_read && !tracing_is_on())
+                pipe_has_data(cpu) || (has_read && !tracing_is_on())
             })?;
         }
     }
@@ -435,16 +461,27 @@ impl OpenFile for TracePipe {
 }
 
 fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    trace_pipe_open_cpu(None, flags)
+}
+
+/// Opens `trace_pipe` (`cpu` None) or `per_cpu/cpuN/trace_pipe` (Linux:
+/// `tracing_open_pipe`). A per-CPU pipe prints with the default printer:
+/// a tracer's own [`PipeReader`] follows all CPUs.
+pub fn trace_pipe_open_cpu(cpu: Option<usize>, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     let _guard = TRACE_TYPES_LOCK.lock();
     TRACE_REF.fetch_add(1, Ordering::SeqCst);
     let name = current_tracer().name;
-    let open = PIPE_OPENERS.lock().iter().find(|(n, _)| *n == name).map(|(_, open)| *open);
+    let open = match cpu {
+        Some(_) => None,
+        None => PIPE_OPENERS.lock().iter().find(|(n, _)| *n == name).map(|(_, open)| *open),
+    };
     Ok(Box::new(TracePipe {
         pending: Vec::new(),
         pos: 0,
         has_read: false,
         nonblock: flags.nonblock(),
         reader: open.map(|open| open()),
+        cpu,
     }))
 }
 

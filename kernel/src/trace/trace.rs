@@ -8,7 +8,7 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
 use tracer::entry::{IrqContext, TraceCtx, TraceEntry};
@@ -39,31 +39,41 @@ pub fn global_trace() -> Option<&'static TraceArray> {
     GLOBAL_TRACE.get()
 }
 
-/// The clocks of `trace_clock`, in Linux's order.
-pub const TRACE_CLOCKS: [&str; 9] =
-    ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "x86-tsc"];
+/// The clocks of `trace_clock`, in the order of Linux's `trace_clocks[]`
+/// table (the generic ones, then x86's `x86-tsc`).
+pub const TRACE_CLOCKS: [&str; 10] = [
+    "local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot", "tai", "x86-tsc",
+];
+const CLOCK_COUNTER: u8 = 2;
+const CLOCK_UPTIME: u8 = 3;
+const CLOCK_X86_TSC: u8 = 9;
 static TRACE_CLOCK: AtomicU8 = AtomicU8::new(0);
 static TRACE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The current trace clock (Linux: tr->clock). Every clock but `counter`,
-/// `uptime` and `x86-tsc` is the TSC in nanoseconds here: the TSCs of QEMU's
-/// CPUs are synchronised, so `local` and `global` agree.
+/// The current trace clock (Linux: tr->clock). `counter` is a global atomic
+/// counter, `uptime` counts timer ticks (jiffies), `x86-tsc` is the raw
+/// TSC; every other clock is the TSC in nanoseconds here: the TSCs of QEMU's
+/// CPUs are synchronised, so `local` and `global` agree, and with no
+/// wall-clock time `tai` and `boot` equal `mono`.
 #[inline(always)]
 pub fn trace_clock() -> u64 {
     match TRACE_CLOCK.load(Ordering::Relaxed) {
-        2 => TRACE_COUNTER.fetch_add(1, Ordering::Relaxed),
-        3 => crate::time::now_ns() / (1_000_000_000 / crate::arch::apic::HZ),
-        8 => crate::arch::rdtsc(),
+        CLOCK_COUNTER => TRACE_COUNTER.fetch_add(1, Ordering::Relaxed),
+        CLOCK_UPTIME => crate::time::now_ns() / (1_000_000_000 / crate::arch::apic::HZ),
+        CLOCK_X86_TSC => crate::arch::rdtsc(),
         _ => crate::time::now_ns(),
     }
 }
 
-/// True if the current clock counts nanoseconds (timestamps print as s.us).
+/// True if the current clock counts nanoseconds (timestamps print as s.us;
+/// Linux's `trace_clocks[].in_ns`).
 pub fn trace_clock_in_ns() -> bool {
-    !matches!(TRACE_CLOCK.load(Ordering::Relaxed), 2 | 3 | 8)
+    !matches!(TRACE_CLOCK.load(Ordering::Relaxed), CLOCK_COUNTER | CLOCK_UPTIME | CLOCK_X86_TSC)
 }
 
-/// Selects a clock by name (Linux clears the buffers too).
+/// Selects a clock by name (Linux: `tracing_set_clock`): EINVAL for an
+/// unknown name; the buffer is cleared, even when the clock stays the same,
+/// because old and new time stamps cannot be compared.
 pub fn set_trace_clock(name: &str) -> Result<(), crate::fs::Errno> {
     let i = TRACE_CLOCKS.iter().position(|c| *c == name).ok_or(crate::fs::Errno::EINVAL)?;
     TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
@@ -151,12 +161,36 @@ pub fn trace_wakeup_tick() {
 static SAVED_CMDLINES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
 /// Linux's default `saved_cmdlines_size`.
 pub const SAVED_CMDLINES_SIZE: usize = 128;
+/// Linux's `PID_MAX_DEFAULT`, the largest `saved_cmdlines_size`.
+pub const PID_MAX_DEFAULT: usize = 0x8000;
+/// The current `saved_cmdlines_size` (Linux: `savedcmd->cmdline_num`).
+static SAVED_CMDLINES_NUM: AtomicUsize = AtomicUsize::new(SAVED_CMDLINES_SIZE);
+
+/// How many pid -> comm pairs are kept.
+pub fn saved_cmdlines_size() -> usize {
+    SAVED_CMDLINES_NUM.load(Ordering::Relaxed)
+}
+
+/// Sets `saved_cmdlines_size` (Linux: `tracing_resize_saved_cmdlines`):
+/// 0 or more than PID_MAX_DEFAULT is EINVAL. Linux starts a new, empty
+/// table; the saved names are dropped here too.
+pub fn set_saved_cmdlines_size(n: usize) -> Result<(), crate::fs::Errno> {
+    if n == 0 || n > PID_MAX_DEFAULT {
+        return Err(crate::fs::Errno::EINVAL);
+    }
+    arch::without_interrupts(|| {
+        let mut map = SAVED_CMDLINES.lock();
+        SAVED_CMDLINES_NUM.store(n, Ordering::Relaxed);
+        map.clear();
+    });
+    Ok(())
+}
 
 /// Remembers a task's name for the trace output (Linux: trace_save_cmdline).
 pub fn trace_save_cmdline(pid: u32, comm: &str) {
     arch::without_interrupts(|| {
         let mut map = SAVED_CMDLINES.lock();
-        if map.len() >= SAVED_CMDLINES_SIZE && !map.contains_key(&pid) {
+        if map.len() >= saved_cmdlines_size() && !map.contains_key(&pid) {
             if let Some(&oldest) = map.keys().next() {
                 map.remove(&oldest);
             }
@@ -203,15 +237,19 @@ pub fn current_tracer_kind() -> TracerKind {
     TracerKind::from_name(control::current_tracer().name).unwrap_or(TracerKind::Nop)
 }
 
-/// Reads every CPU's events without consuming them (recording pauses on a
-/// CPU while it is read, as Linux's `trace` does).
-fn collect_records(tr: &TraceArray) -> Vec<alloc::vec::IntoIter<TraceRecord>> {
+/// Reads the events of `cpus` (all if None) without consuming them
+/// (recording pauses on a CPU while it is read, as Linux's `trace` did
+/// before 5.x). Other CPUs get an empty stream, so that the printer's CPU
+/// numbers stay right.
+fn collect_records(tr: &TraceArray, cpus: Option<usize>) -> Vec<alloc::vec::IntoIter<TraceRecord>> {
     (0..tr.nr_cpus)
         .map(|cpu| {
             let mut v = Vec::new();
-            if let Some(mut it) = tr.buffer.iter(cpu) {
-                while let Some(r) = it.next_with(|ts, p| TraceRecord::new(ts, p.to_vec())) {
-                    v.push(r);
+            if cpus.is_none_or(|c| c == cpu) {
+                if let Some(mut it) = tr.buffer.iter(cpu) {
+                    while let Some(r) = it.next_with(|ts, p| TraceRecord::new(ts, p.to_vec())) {
+                        v.push(r);
+                    }
                 }
             }
             v.into_iter()
@@ -221,19 +259,36 @@ fn collect_records(tr: &TraceArray) -> Vec<alloc::vec::IntoIter<TraceRecord>> {
 
 /// Prints the event lines of `trace` (no header).
 pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
+    print_trace_events_cpu(tr, None, out);
+}
+
+/// Prints the event lines of `trace` (`cpus` None) or of
+/// `per_cpu/cpuN/trace` (`Some(n)`), without a header.
+pub fn print_trace_events_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
     cfg.time_in_ns = trace_clock_in_ns();
-    let overruns = (0..tr.nr_cpus).any(|c| tr.buffer.overrun_cpu(c) != 0);
-    let mut merger = Merger::new(collect_records(tr));
+    let overruns = (0..tr.nr_cpus)
+        .filter(|c| cpus.is_none_or(|x| x == *c))
+        .any(|c| tr.buffer.overrun_cpu(c) != 0);
+    let mut merger = Merger::new(collect_records(tr, cpus));
     let mut iter = TraceIter::new(cfg, tr.nr_cpus, overruns);
     iter.print_all(&mut merger, out);
 }
 
 /// Consumes the oldest event over all CPUs and prints its trace_pipe line.
 pub fn consume_one(tr: &TraceArray, out: &mut String) -> bool {
-    let next = (0..tr.nr_cpus).filter_map(|c| tr.buffer.peek_with(c, |ts, _, _| (ts, c))).min();
+    consume_one_cpu(tr, None, out)
+}
+
+/// Consumes the oldest event of `cpus` (all if None) and prints its
+/// trace_pipe line, after `CPU:N [LOST M EVENTS]` if events were lost.
+pub fn consume_one_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) -> bool {
+    let next = (0..tr.nr_cpus)
+        .filter(|c| cpus.is_none_or(|x| x == *c))
+        .filter_map(|c| tr.buffer.peek_with(c, |ts, _, _| (ts, c)))
+        .min();
     let Some((_, cpu)) = next else {
         return false;
     };
@@ -277,6 +332,12 @@ impl TraceBuffer for GlobalBuffer {
     }
     fn consume_event(&self, out: &mut String) -> bool {
         global_trace().is_some_and(|tr| consume_one(tr, out))
+    }
+    fn is_empty_cpu(&self, cpu: usize) -> bool {
+        global_trace().is_none_or(|tr| tr.buffer.empty_cpu(cpu))
+    }
+    fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool {
+        global_trace().is_some_and(|tr| consume_one_cpu(tr, Some(cpu), out))
     }
 }
 

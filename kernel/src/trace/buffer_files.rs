@@ -1,0 +1,601 @@
+//! The ring buffer's tracefs files (Linux: kernel/trace/trace.c,
+//! `tracing_entries_fops`, `tracing_total_entries_fops`,
+//! `tracing_free_buffer_fops`, `trace_clock_fops`, `tracing_mark_fops`,
+//! `tracing_saved_cmdlines_size_fops`, and the `per_cpu/cpuN/` files of
+//! `tracing_init_tracefs_percpu`).
+//!
+//! - `buffer_size_kb`: the size of *each* CPU's buffer in KiB, read back as
+//!   Linux does from `ring_buffer_size` (pages × 4080 bytes, so the default
+//!   1408 KiB reads `1410`; `X` if CPUs differ). A write (kstrtoul KiB)
+//!   resizes every CPU while tracing goes on: 0 or junk is EINVAL, a size the
+//!   heap cannot hold is ENOMEM and nothing changes. The boot buffer is
+//!   allocated at full size, so the `(expanded: N)` form never shows.
+//! - `buffer_total_size_kb`: the sum over CPUs.
+//! - `free_buffer`: closing it shrinks the buffer to its minimum (2 pages per
+//!   CPU), turning tracing off first if `disable_on_free` is set.
+//! - `trace_clock`: the clocks, current one in brackets; a write selects one
+//!   (EINVAL if unknown) and clears the buffer.
+//! - `trace_marker`: each write becomes a TRACE_PRINT event
+//!   `tracing_mark_write: <text>` (see [`tracing_mark_write`]).
+//! - `saved_cmdlines_size`: how many pid -> comm pairs are kept.
+//! - `per_cpu/cpuN/{trace, trace_pipe, stats, buffer_size_kb}`: the same for
+//!   one CPU (`trace_pipe_raw` is made by `export`).
+//!
+//! The `ringbuf` shell command at the end writes markers from chosen CPUs,
+//! resizes the buffer under load and dumps raw pages; the QEMU tests use it.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use spin::Mutex;
+use tracer::entry::{PrintEntry, TRACE_PRINT};
+use tracer::options::TraceOption;
+use tracer::ring_buffer::{nr_pages_for, Cpus, RingBufferError, BUF_MAX_DATA_SIZE, PAGE_SIZE};
+
+use super::control;
+use super::trace::{self, global_trace, TraceArray};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
+use crate::fs::{vfs, Errno, OpenFile, OpenFlags};
+use crate::shell::Output;
+
+/// Linux's `TRACE_MARKER_MAX_SIZE`: a longer write is cut to this first.
+pub const TRACE_MARKER_MAX_SIZE: usize = 4096;
+/// Linux's `FAULTED_STR`: the text stored when the user buffer faults. We
+/// never fault, but Linux sizes short events so this always fits.
+const FAULTED_SIZE: usize = "<faulted>".len();
+/// `sizeof(struct print_entry)` (header 8 + ip 8) plus `'\n'` and `'\0'`.
+const MARKER_META_SIZE: usize = 16 + 2;
+/// Heap kept free by a resize, so the rest of the kernel can still allocate.
+const RESIZE_HEAP_RESERVE: usize = 4 << 20;
+/// Linux's `trace_clock` write buffer (`char buf[64]`).
+const CLOCK_NAME_MAX: usize = 64;
+
+/// Serialises resizes, so that a failed one can put back the sizes it saw
+/// (Linux's `trace_types_lock` around `tracing_resize_ring_buffer`).
+static RESIZE_LOCK: Mutex<()> = Mutex::new(());
+
+fn tr() -> Result<&'static TraceArray, Errno> {
+    global_trace().ok_or(Errno::ENODEV)
+}
+
+/// Resizes the buffer of `cpus` to `size` bytes per CPU (Linux:
+/// `tracing_resize_ring_buffer` -> `ring_buffer_resize`). As Linux checks
+/// `si_mem_available()` before allocating, a size whose new pages do not fit
+/// in the free heap is ENOMEM before anything changes. If one CPU still
+/// fails (fragmented heap, or `Busy` while `trace` is being read), the CPUs
+/// already resized get their old size back.
+pub fn tracing_resize_ring_buffer(tr: &TraceArray, size: usize, cpus: Cpus) -> Result<(), Errno> {
+    let targets: Vec<usize> = match cpus {
+        Cpus::All => (0..tr.nr_cpus).collect(),
+        Cpus::One(c) if c < tr.nr_cpus => alloc::vec![c],
+        Cpus::One(_) => return Err(Errno::EINVAL),
+    };
+    let _guard = RESIZE_LOCK.lock();
+    let new_pages = nr_pages_for(size);
+    // Each page is a 4 KiB data page plus its bookkeeping.
+    let page_cost = PAGE_SIZE + 128;
+    let need = targets
+        .iter()
+        .map(|&c| new_pages.saturating_sub(tr.buffer.nr_pages(c)))
+        .fold(0usize, |a, n| a.saturating_add(n))
+        .saturating_mul(page_cost);
+    let (_, free) = crate::mm::heap::usage();
+    if need.saturating_add(RESIZE_HEAP_RESERVE) > free {
+        return Err(Errno::ENOMEM);
+    }
+    let old: Vec<usize> = targets.iter().map(|&c| tr.buffer.size_per_cpu(c)).collect();
+    for (i, &c) in targets.iter().enumerate() {
+        if let Err(e) = tr.buffer.resize(Cpus::One(c), size) {
+            for (&d, &was) in targets[..i].iter().zip(&old) {
+                let _ = tr.buffer.resize(Cpus::One(d), was);
+            }
+            return Err(match e {
+                RingBufferError::Alloc => Errno::ENOMEM,
+                RingBufferError::Busy => Errno::EBUSY,
+                RingBufferError::InvalidCpu => Errno::EINVAL,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `buffer_size_kb` (Linux: `tracing_entries_read`).
+fn buffer_size_show(cpu: Option<usize>) -> String {
+    let Some(tr) = global_trace() else {
+        return String::from("0\n");
+    };
+    match cpu {
+        Some(c) => format!("{}\n", tr.buffer.size_per_cpu(c) >> 10),
+        None => {
+            let size = tr.buffer.size_per_cpu(0);
+            if (1..tr.nr_cpus).all(|c| tr.buffer.size_per_cpu(c) == size) {
+                format!("{}\n", size >> 10)
+            } else {
+                String::from("X\n")
+            }
+        }
+    }
+}
+
+/// A write to `buffer_size_kb` (Linux: `tracing_entries_write`).
+fn buffer_size_store(cpu: Option<usize>, text: &str) -> Result<(), Errno> {
+    let kb = tracefs::parse_ulong(text)?;
+    // Linux: "must have at least 1 entry".
+    if kb == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let size = usize::try_from(kb)
+        .ok()
+        .and_then(|k| k.checked_mul(1024))
+        .ok_or(Errno::ENOMEM)?;
+    let cpus = cpu.map_or(Cpus::All, Cpus::One);
+    tracing_resize_ring_buffer(tr()?, size, cpus)
+}
+
+/// `buffer_total_size_kb` (Linux: `tracing_total_entries_read`).
+fn buffer_total_show() -> String {
+    let total: usize = global_trace()
+        .map(|tr| (0..tr.nr_cpus).map(|c| tr.buffer.size_per_cpu(c) >> 10).sum())
+        .unwrap_or(0);
+    format!("{total}\n")
+}
+
+/// `trace_clock` (Linux: `tracing_clock_show`).
+fn trace_clock_show() -> String {
+    let cur = trace::trace_clock_index();
+    let mut out = String::new();
+    for (i, name) in trace::TRACE_CLOCKS.iter().enumerate() {
+        if i != 0 {
+            out.push(' ');
+        }
+        if i == cur {
+            let _ = write!(out, "[{name}]");
+        } else {
+            out.push_str(name);
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// A write to `trace_clock` (Linux: `tracing_clock_write`): at most 63
+/// bytes, surrounding whitespace stripped.
+fn trace_clock_store(text: &str) -> Result<(), Errno> {
+    if text.len() >= CLOCK_NAME_MAX {
+        return Err(Errno::EINVAL);
+    }
+    trace::set_trace_clock(text.trim_matches(|c: char| c.is_ascii_whitespace()))
+}
+
+/// Writes one `trace_marker` event (Linux: `tracing_mark_write` and
+/// `write_marker_to_buffer`, v6.9+) and returns how many bytes of `text`
+/// it took. The event is a `struct print_entry` whose `ip` is this
+/// function, so it prints as `tracing_mark_write: <text>`; a `'\n'` is
+/// added if the text does not end with one. At most 4096 bytes are taken,
+/// and fewer if the event would not fit in a sub-buffer: the caller gets a
+/// short count and writes the rest as the next event, which is how a long
+/// string ends up split over several events. EINVAL with the `markers`
+/// option off; EBADF if nothing could be recorded (tracing off, buffer
+/// being resized, or full in producer/consumer mode), as Linux.
+#[no_mangle]
+#[inline(never)]
+pub fn tracing_mark_write(tr: &TraceArray, text: &[u8]) -> Result<usize, Errno> {
+    if !tr.options.lock().has(TraceOption::Markers) {
+        return Err(Errno::EINVAL);
+    }
+    let mut cnt = text.len().min(TRACE_MARKER_MAX_SIZE);
+    if cnt == 0 {
+        return Ok(0);
+    }
+    let mut size = cnt + MARKER_META_SIZE;
+    if size > BUF_MAX_DATA_SIZE {
+        // Linux's "goto again" with ring_buffer_max_event_size().
+        cnt = BUF_MAX_DATA_SIZE - MARKER_META_SIZE;
+        size = cnt + MARKER_META_SIZE;
+    }
+    // Room for "<faulted>" even in a short event, as Linux reserves it.
+    if cnt < FAULTED_SIZE {
+        size += FAULTED_SIZE - cnt;
+    }
+    let ip = tracing_mark_write as fn(&TraceArray, &[u8]) -> Result<usize, Errno> as usize as u64;
+    crate::sched::preempt_disable();
+    let ctx = trace::tracing_gen_ctx_dec();
+    let ent = trace::trace_entry(TRACE_PRINT, ctx);
+    let written = trace::trace_buffer_write(tr, size, |buf| {
+        // PrintEntry::marker adds the '\n'; encode writes header, ip, text
+        // and the NUL. The rest of the reservation stays zero.
+        let _ = PrintEntry::marker(ent, ip, &text[..cnt]).encode(buf);
+    });
+    crate::sched::preempt_enable();
+    if written {
+        Ok(cnt)
+    } else {
+        Err(Errno::EBADF)
+    }
+}
+
+/// An open `trace_marker`: write-only (Linux mode 0220).
+struct TraceMarker;
+
+impl OpenFile for TraceMarker {
+    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        tracing_mark_write(tr()?, buf)
+    }
+}
+
+/// `per_cpu/cpuN/stats` (Linux: `tracing_stats_read`).
+fn stats_show(cpu: usize) -> String {
+    let mut out = String::new();
+    if let Some(stats) = global_trace().and_then(|tr| tr.buffer.stats(cpu)) {
+        let _ = stats.write_to(trace::trace_clock(), trace::trace_clock_in_ns(), &mut out);
+    }
+    out
+}
+
+/// `per_cpu/cpuN/trace`: the `trace` header (whose counts, as in Linux,
+/// are those of every CPU) and this CPU's events. `echo > per_cpu/cpuN/trace`
+/// clears only this CPU (Linux: `tracing_reset_cpu`).
+fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let tr = tr()?;
+    if flags.writable() && flags.truncate() {
+        tr.buffer.reset_cpu(cpu).map_err(|_| Errno::EINVAL)?;
+    }
+    let mut text = String::new();
+    if flags.readable() {
+        control::print_trace_header(
+            &mut text,
+            control::current_tracer(),
+            tr.buffer.entries(),
+            tr.buffer.entries_written(),
+        );
+        trace::print_trace_events_cpu(tr, Some(cpu), &mut text);
+    }
+    Ok(Box::new(SeqFile::new(text).with_write(|buf| Ok(buf.len()))))
+}
+
+/// An open `free_buffer`: writes are accepted; closing shrinks the buffer
+/// (Linux: `tracing_free_buffer_write` / `tracing_free_buffer_release`).
+struct FreeBuffer;
+
+impl OpenFile for FreeBuffer {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        Ok(buf.len())
+    }
+
+    fn release(&mut self) {
+        let Some(tr) = global_trace() else {
+            return;
+        };
+        if tr.options.lock().has(TraceOption::StopOnFree) {
+            control::tracing_off();
+        }
+        // Size 0 gives the minimum of 2 pages per CPU.
+        let _ = tracing_resize_ring_buffer(tr, 0, Cpus::All);
+    }
+}
+
+/// A directory, reused if another part of the kernel made it.
+fn dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
+    match tracefs::lookup(parent, name) {
+        Some(d) => Ok(d),
+        None => tracefs::create_dir(parent, name),
+    }
+}
+
+/// Creates the files described in the module documentation. Existing
+/// files (e.g. `per_cpu/cpuN/trace_pipe_raw`) are left alone.
+pub fn init(root: &Dentry) -> Result<(), Errno> {
+    tracefs::create_show_store(
+        root,
+        "buffer_size_kb",
+        TRACE_MODE_WRITE,
+        || buffer_size_show(None),
+        Some(|t: &str| buffer_size_store(None, t)),
+    )?;
+    tracefs::create_show(root, "buffer_total_size_kb", buffer_total_show)?;
+    tracefs::create_file(root, "free_buffer", 0o200, |_flags: OpenFlags| {
+        Ok(Box::new(FreeBuffer) as Box<dyn OpenFile>)
+    })?;
+    tracefs::create_show_store(
+        root,
+        "trace_clock",
+        TRACE_MODE_WRITE,
+        trace_clock_show,
+        Some(trace_clock_store),
+    )?;
+    tracefs::create_file(root, "trace_marker", 0o220, |_flags: OpenFlags| {
+        Ok(Box::new(TraceMarker) as Box<dyn OpenFile>)
+    })?;
+    tracefs::create_show_store(
+        root,
+        "saved_cmdlines_size",
+        TRACE_MODE_WRITE,
+        || format!("{}\n", trace::saved_cmdlines_size()),
+        Some(|t: &str| {
+            let n = tracefs::parse_ulong(t)?;
+            trace::set_saved_cmdlines_size(usize::try_from(n).map_err(|_| Errno::EINVAL)?)
+        }),
+    )?;
+    control::readme_add(
+        "  trace_clock\t\t- change the clock used to order events\n  \
+         trace_marker\t\t- Writes into this file writes into the kernel buffer\n  \
+         buffer_size_kb\t- view and modify size of per cpu buffer\n  \
+         buffer_total_size_kb  - view total size of all cpu buffers\n",
+    );
+
+    let per_cpu = dir(root, "per_cpu")?;
+    for cpu in 0..crate::arch::nr_cpus() {
+        let d = dir(&per_cpu, &format!("cpu{cpu}"))?;
+        let absent = |name: &str| tracefs::lookup(&d, name).is_none();
+        if absent("trace") {
+            tracefs::create_file(&d, "trace", TRACE_MODE_WRITE, move |f: OpenFlags| {
+                per_cpu_trace_open(cpu, f)
+            })?;
+        }
+        if absent("trace_pipe") {
+            tracefs::create_file(&d, "trace_pipe", TRACE_MODE_READ, move |f: OpenFlags| {
+                control::trace_pipe_open_cpu(Some(cpu), f)
+            })?;
+        }
+        if absent("stats") {
+            tracefs::create_show(&d, "stats", move || stats_show(cpu))?;
+        }
+        if absent("buffer_size_kb") {
+            tracefs::create_show_store(
+                &d,
+                "buffer_size_kb",
+                TRACE_MODE_WRITE,
+                move || buffer_size_show(Some(cpu)),
+                Some(move |t: &str| buffer_size_store(Some(cpu), t)),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The `ringbuf` shell command (a workload for the QEMU tests).
+
+const MARKER_PATH: &str = "/tracing/trace_marker";
+
+/// Writes `text` to `trace_marker` through the VFS, as `echo` would.
+fn write_marker(text: &str) -> Result<(), Errno> {
+    let mut f = vfs::open(MARKER_PATH, OpenFlags::O_WRONLY)?;
+    f.write_all(text.as_bytes())
+}
+
+/// `ringbuf markers N [CPU]`: with a CPU, one thread pinned there writes
+/// markers `seq=0` .. `seq=N-1`. Without, one thread per CPU writes
+/// `seq=K` for K = 0 .. N×CPUs-1 in turn: K on CPU K mod CPUs, each after
+/// the previous one returned, so their order in `trace` is known.
+fn markers(args: &[String], out: &mut Output) {
+    let usage = "usage: ringbuf markers N [CPU]";
+    let Some(n) = args.first().and_then(|a| a.parse::<usize>().ok()) else {
+        println!("{usage}");
+        return;
+    };
+    let nr = crate::arch::nr_cpus();
+    let (cpus, total): (Vec<usize>, usize) = match args.get(1) {
+        None => ((0..nr).collect(), n.saturating_mul(nr)),
+        Some(c) => match c.parse::<usize>() {
+            Ok(c) if c < nr => (alloc::vec![c], n),
+            _ => {
+                println!("ringbuf: no CPU '{c}'");
+                return;
+            }
+        },
+    };
+    let turn = Arc::new(AtomicUsize::new(0));
+    let written = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let misplaced = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let ncpus = cpus.len();
+    let handles: Vec<_> = cpus
+        .iter()
+        .enumerate()
+        .map(|(slot, &cpu)| {
+            let (turn, written, failed, misplaced, stop) =
+                (turn.clone(), written.clone(), failed.clone(), misplaced.clone(), stop.clone());
+            crate::sched::spawn_on(cpu, &format!("marker/{cpu}"), move || loop {
+                let k = turn.load(Ordering::Acquire);
+                if k >= total || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if k % ncpus != slot {
+                    crate::sched::yield_now();
+                    continue;
+                }
+                if crate::arch::cpu_id() != cpu {
+                    misplaced.fetch_add(1, Ordering::Relaxed);
+                }
+                match write_marker(&format!("seq={k}")) {
+                    Ok(()) => written.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                };
+                turn.store(k + 1, Ordering::Release);
+            })
+        })
+        .collect();
+    while turn.load(Ordering::Acquire) < total && !crate::fs::signal_pending() {
+        crate::sched::sleep_ns(1_000_000);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        h.join();
+    }
+    let text = format!(
+        "ringbuf markers: {} written, {} failed, {} off-cpu\n",
+        written.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+        misplaced.load(Ordering::Relaxed)
+    );
+    out.emit_str("ringbuf", &text);
+}
+
+/// `ringbuf resize N KB[,KB...]`: one thread per CPU writes markers
+/// `cpu=C seq=0` .. `seq=N-1` (a write that fails while its CPU is being
+/// resized is retried, so every seq is committed once; each write goes
+/// through traceable VFS functions), while this shell thread writes the sizes
+/// to `buffer_size_kb` in turn until the writers are done (at least one
+/// round). The sizes end on the last one.
+fn resize(args: &[String], out: &mut Output) {
+    let usage = "usage: ringbuf resize N KB[,KB...]";
+    let (Some(n), Some(sizes)) = (
+        args.first().and_then(|a| a.parse::<u64>().ok()),
+        args.get(1).map(|s| s.split(',').map(String::from).collect::<Vec<_>>()),
+    ) else {
+        println!("{usage}");
+        return;
+    };
+    let nr = crate::arch::nr_cpus();
+    let done = Arc::new(AtomicUsize::new(0));
+    let retries = Arc::new(AtomicU64::new(0));
+    let handles: Vec<_> = (0..nr)
+        .map(|cpu| {
+            let (done, retries) = (done.clone(), retries.clone());
+            crate::sched::spawn_on(cpu, &format!("rbresize/{cpu}"), move || {
+                let mut seq = 0;
+                while seq < n {
+                    if crate::fs::signal_pending() {
+                        break;
+                    }
+                    match write_marker(&format!("cpu={cpu} seq={seq}")) {
+                        Ok(()) => seq += 1,
+                        Err(Errno::EBADF) => {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                            crate::sched::yield_now();
+                        }
+                        Err(_) => break,
+                    }
+                }
+                done.fetch_add(1, Ordering::Release);
+            })
+        })
+        .collect();
+    let (mut resizes, mut errors) = (0u64, 0u64);
+    let mut i = 0;
+    while (done.load(Ordering::Acquire) < nr || i % sizes.len() != 0) && !crate::fs::signal_pending() {
+        match vfs::write_file("/tracing/buffer_size_kb", format!("{}\n", sizes[i % sizes.len()]).as_bytes()) {
+            Ok(()) => resizes += 1,
+            Err(e) => {
+                errors += 1;
+                println!("ringbuf: buffer_size_kb {}: {e}", sizes[i % sizes.len()]);
+            }
+        }
+        i += 1;
+        crate::sched::sleep_ns(2_000_000);
+    }
+    for h in handles {
+        h.join();
+    }
+    let text = format!(
+        "ringbuf resize: {resizes} resizes, {errors} errors, {} retried writes, {} CPUs x {n} markers\n",
+        retries.load(Ordering::Relaxed),
+        nr
+    );
+    out.emit_str("ringbuf", &text);
+}
+
+/// `ringbuf rawdump CPU`: reads `per_cpu/cpuN/trace_pipe_raw` until it is
+/// empty and prints each page as `page K` then 64 lines of 64 bytes in hex.
+fn rawdump(args: &[String], out: &mut Output) {
+    let Some(cpu) = args.first().and_then(|a| a.parse::<usize>().ok()) else {
+        println!("usage: ringbuf rawdump CPU");
+        return;
+    };
+    let path = format!("/tracing/per_cpu/cpu{cpu}/trace_pipe_raw");
+    let mut f = match vfs::open(&path, OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("ringbuf: {path}: {e}");
+            return;
+        }
+    };
+    let mut page = alloc::vec![0u8; PAGE_SIZE];
+    let mut k = 0;
+    loop {
+        let mut got = 0;
+        while got < PAGE_SIZE {
+            match f.read(&mut page[got..]) {
+                Ok(0) | Err(Errno::EAGAIN) => break,
+                Ok(m) => got += m,
+                Err(e) => {
+                    println!("ringbuf: {path}: {e}");
+                    return;
+                }
+            }
+        }
+        if got < PAGE_SIZE {
+            break;
+        }
+        let mut text = format!("page {k}\n");
+        for line in page.chunks(64) {
+            for b in line {
+                let _ = write!(text, "{b:02x}");
+            }
+            text.push('\n');
+        }
+        if !out.emit_str("ringbuf", &text) {
+            return;
+        }
+        k += 1;
+    }
+    out.emit_str("ringbuf", &format!("ringbuf rawdump: {k} pages\n"));
+}
+
+/// `ringbuf bigmarker LEN`: writes a LEN-byte text (`a`..`z` repeated)
+/// to `trace_marker` with one `write_all`, as a user program would: each
+/// short count makes the rest go into a new event.
+fn bigmarker(args: &[String], out: &mut Output) {
+    let Some(len) = args.first().and_then(|a| a.parse::<usize>().ok()) else {
+        println!("usage: ringbuf bigmarker LEN");
+        return;
+    };
+    let text: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut f = match vfs::open(MARKER_PATH, OpenFlags::O_WRONLY) {
+        Ok(f) => f,
+        Err(e) => {
+            println!("ringbuf: {MARKER_PATH}: {e}");
+            return;
+        }
+    };
+    let mut rest = &text[..];
+    let mut writes = Vec::new();
+    while !rest.is_empty() {
+        match f.write(rest) {
+            Ok(n) if n > 0 => {
+                writes.push(format!("{n}"));
+                rest = &rest[n..];
+            }
+            Ok(_) => break,
+            Err(e) => {
+                println!("ringbuf: {MARKER_PATH}: {e}");
+                return;
+            }
+        }
+    }
+    out.emit_str("ringbuf", &format!("ringbuf bigmarker: writes {}\n", writes.join(" ")));
+}
+
+/// The `ringbuf` shell command.
+pub fn command(args: &[String], out: &mut Output) {
+    match args.first().map(String::as_str) {
+        Some("markers") => markers(&args[1..], out),
+        Some("resize") => resize(&args[1..], out),
+        Some("rawdump") => rawdump(&args[1..], out),
+        Some("bigmarker") => bigmarker(&args[1..], out),
+        _ => println!(
+            "usage: ringbuf markers N [CPU] | resize N KB[,KB...] | rawdump CPU | bigmarker LEN"
+        ),
+    }
+}
