@@ -380,9 +380,12 @@ fn compute_leaf(x: u64) -> u64 {
 
 // ---------------------------------------------------------------- calltree
 
-/// `calltree [N]`: runs a small fixed call tree N times (default 1) on the
-/// shell's own task and prints the result. function_graph tests expect its
-/// exact shape:
+/// `calltree [N [TASKS]]`: runs a small fixed call tree N times (default 1)
+/// and prints the result. Without TASKS it runs on the shell's own task;
+/// with TASKS it runs on that many new threads that may migrate between
+/// CPUs (more threads than CPUs also means preemption in the middle of the
+/// tree), and checks that they all got the same result. function_graph
+/// tests expect its exact shape:
 ///
 /// ```text
 /// calltree_root() {
@@ -405,21 +408,42 @@ fn compute_leaf(x: u64) -> u64 {
 /// `calltree_wide` returns a 128-bit value (rax and rdx), so a tracer that
 /// loses either register changes the result.
 pub fn calltree(args: &[String], out: &mut Output) {
-    let n = match args.first() {
-        None => 1,
-        Some(a) => match a.parse::<u64>() {
-            Ok(n) => n,
+    let mut nums = [1u64, 0];
+    for (slot, a) in nums.iter_mut().zip(args) {
+        match a.parse::<u64>() {
+            Ok(v) => *slot = v,
             Err(_) => {
                 println!("calltree: invalid number '{}'", a);
                 return;
             }
-        },
-    };
-    let mut sum: u64 = 0;
-    for i in 0..n {
-        sum = sum.wrapping_add(calltree_root(black_box(i)));
+        }
     }
-    out.emit_str("calltree", &format!("calltree: {} iterations, result {}\n", n, sum));
+    let [n, tasks] = nums;
+    let run = move || (0..n).fold(0u64, |sum, i| sum.wrapping_add(calltree_root(black_box(i))));
+    if tasks == 0 {
+        out.emit_str("calltree", &format!("calltree: {} iterations, result {}\n", n, run()));
+        return;
+    }
+    let results: Vec<(JoinHandle, Arc<AtomicU64>)> = (0..tasks)
+        .map(|t| {
+            let result = Arc::new(AtomicU64::new(0));
+            let r = result.clone();
+            let h = crate::sched::spawn(&format!("calltree/{}", t), move || r.store(run(), Ordering::SeqCst));
+            (h, result)
+        })
+        .collect();
+    let values: Vec<u64> = results
+        .into_iter()
+        .map(|(h, r)| {
+            h.join();
+            r.load(Ordering::SeqCst)
+        })
+        .collect();
+    let text = match values.iter().position(|&v| v != values[0]) {
+        None => format!("calltree: {} tasks x {} iterations, result {}\n", tasks, n, values[0]),
+        Some(t) => format!("calltree: MISMATCH: task 0 got {}, task {} got {}\n", values[0], t, values[t]),
+    };
+    out.emit_str("calltree", &text);
 }
 
 #[inline(never)]
@@ -447,9 +471,15 @@ fn calltree_chain(n: u32, x: u64) -> u64 {
     }
 }
 
+/// A leaf with some untraced work, so that a tree lasts long enough to be
+/// preempted in the middle.
 #[inline(never)]
 fn calltree_leaf(x: u64) -> u64 {
-    black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40)
+    let mut h = x;
+    for _ in 0..black_box(10_000) {
+        h = black_box(h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+    black_box(h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40)
 }
 
 #[inline(never)]

@@ -274,6 +274,12 @@ pub fn ftrace_return_to_handler(retp: u64) -> u64 {
     }
     compiler_fence(Ordering::SeqCst);
     rs.curr.store(idx - 1, Ordering::Relaxed);
+    if idx == 1 {
+        // Nothing traced is in progress on this task any more: forget a
+        // set_graph_function/notrace state whose return was not seen by a
+        // tracer (the tracer was switched off meanwhile).
+        rs.bits.store(0, Ordering::Relaxed);
+    }
     frame.ret
 }
 
