@@ -129,6 +129,9 @@ impl ShadowStack {
 pub struct FtraceGraphEnt {
     pub func: u64,
     pub depth: i32,
+    /// Trace clock at entry (the frame's `calltime`; the entry event is
+    /// recorded at this time).
+    pub calltime: u64,
 }
 
 /// What the return callback sees (Linux: struct ftrace_graph_ret).
@@ -227,7 +230,7 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     let calltime = super::trace::trace_clock();
     rs.set_frame(idx, FgraphFrame { ret, func, calltime, retp });
     compiler_fence(Ordering::SeqCst);
-    let trace = FtraceGraphEnt { func, depth: idx as i32 };
+    let trace = FtraceGraphEnt { func, depth: idx as i32, calltime };
     if (ops.entryfunc)(&trace, rs) {
         return true;
     }

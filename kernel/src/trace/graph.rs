@@ -41,7 +41,7 @@ use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, 
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write_full, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
+    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
     TaskTable, TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, SeqFile, TRACE_MODE_WRITE};
@@ -154,8 +154,9 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     let Some(tr) = global_trace() else { return false };
     let ent = trace_entry(TRACE_GRAPH_ENT, tracing_gen_ctx_dec());
     let e = GraphEntEntry { ent, func: trace.func, depth: trace.depth };
-    // `encode` writes every byte: the payload needs no clearing first.
-    trace_buffer_write_full(tr, GraphEntEntry::SIZE, |buf| {
+    // Recorded at the call time already read; `encode` writes every
+    // byte, so the payload needs no clearing first.
+    trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
         let _ = e.encode(buf);
     })
 }
@@ -188,8 +189,9 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
         calltime: trace.calltime,
         rettime: trace.rettime,
     };
-    // `encode` writes every byte: the payload needs no clearing first.
-    trace_buffer_write_full(tr, GraphRetEntry::SIZE, |buf| {
+    // Recorded at the return time already read; `encode` writes every
+    // byte, so the payload needs no clearing first.
+    trace_buffer_write_at(tr, trace.rettime, GraphRetEntry::SIZE, |buf| {
         let _ = r.encode(buf);
     });
 }

@@ -325,10 +325,12 @@ impl RingBufferPerCpu {
         let w = wv & RB_WRITE_MASK;
         let before = self.before_stamp.load(Relaxed);
         let after = self.write_stamp.load(Relaxed);
-        // Clamp a clock that went backwards, as the general path does.
-        let ts = ts.max(after);
-        let delta = ts - after;
-        if w == 0 || before != after || delta > TS_MASK || w + length > BUF_PAGE_SIZE {
+        // A time older than the previous event's wraps to a huge delta and
+        // goes to the general path, which clamps it.
+        let delta = ts.wrapping_sub(after);
+        // `w == 0 || w + length > BUF_PAGE_SIZE` as one unsigned compare.
+        let not_first_and_fits = w.wrapping_sub(1) < BUF_PAGE_SIZE - length;
+        if !not_first_and_fits || before != after || delta > TS_MASK {
             return None;
         }
         self.before_stamp.store(ts, Relaxed);
