@@ -36,11 +36,18 @@ fn calltree_golden() -> Vec<(bool, String)> {
         (true, 1, "calltree_wide();"),
         (true, 0, "}"),
     ];
-    lines.iter().map(|&(d, depth, t)| (d, golden_text(depth, t))).collect()
+    lines
+        .iter()
+        .map(|&(d, depth, t)| (d, golden_text(depth, t)))
+        .collect()
 }
 
 fn golden_text(depth: usize, t: &str) -> String {
-    let name = if t.starts_with('}') { t.to_string() } else { format!("{W}{t}") };
+    let name = if t.starts_with('}') {
+        t.to_string()
+    } else {
+        format!("{W}{t}")
+    };
     format!("{}{}", "  ".repeat(depth), name)
 }
 
@@ -70,9 +77,14 @@ fn check_duration(field: &str, overhead: bool) {
     let mark = field.chars().next().unwrap();
     assert_eq!(&field[1..2], " ", "{field:?}");
     let body = field[2..].trim_end();
-    let num = body.strip_suffix(" us").unwrap_or_else(|| panic!("no ' us' in {field:?}"));
+    let num = body
+        .strip_suffix(" us")
+        .unwrap_or_else(|| panic!("no ' us' in {field:?}"));
     let digits = num.replace('.', "");
-    assert!(digits.chars().all(|c| c.is_ascii_digit()) && digits.len() <= 7, "{field:?}");
+    assert!(
+        digits.chars().all(|c| c.is_ascii_digit()) && digits.len() <= 7,
+        "{field:?}"
+    );
     let us: f64 = num.parse().unwrap();
     let expected = if overhead { mark_for(us * 1000.0) } else { ' ' };
     // The printed value is truncated, so a value just above a threshold
@@ -85,14 +97,27 @@ fn check_duration(field: &str, overhead: bool) {
 /// Splits a default-format line ` C) <duration:14>|  text` into
 /// (cpu, duration field, text).
 fn split_default(line: &str) -> (String, String, String) {
-    let (cpu, rest) = line.split_once(") ").unwrap_or_else(|| panic!("no CPU column in {line:?}"));
-    assert!(rest.len() >= 17 && &rest[14..17] == "|  ", "bad line {line:?}");
-    (cpu.trim().to_string(), rest[..14].to_string(), rest[17..].to_string())
+    let (cpu, rest) = line
+        .split_once(") ")
+        .unwrap_or_else(|| panic!("no CPU column in {line:?}"));
+    assert!(
+        rest.len() >= 17 && &rest[14..17] == "|  ",
+        "bad line {line:?}"
+    );
+    (
+        cpu.trim().to_string(),
+        rest[..14].to_string(),
+        rest[17..].to_string(),
+    )
 }
 
 /// The event lines of a `trace` read (after the header) or a `trace_pipe` read.
 fn body(out: &str) -> Vec<String> {
-    clean(out).lines().filter(|l| !l.starts_with('#')).map(str::to_string).collect()
+    clean(out)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Checks `iterations` copies of the calltree in default format.
@@ -111,7 +136,10 @@ fn check_calltree(out: &str, iterations: usize) {
         }
         cpus.push(cpu);
     }
-    assert!(cpus.iter().all(|c| c == &cpus[0]), "the shell moved CPUs mid-tree:\n{out}");
+    assert!(
+        cpus.iter().all(|c| c == &cpus[0]),
+        "the shell moved CPUs mid-tree:\n{out}"
+    );
 }
 
 const HEADER: &str = "\
@@ -168,7 +196,13 @@ fn parse_proc_line(line: &str) -> Option<ProcLine> {
     } else {
         panic!("unexpected graph line {line:?}");
     };
-    Some(ProcLine { ts_us, cpu, pid, depth: indent / 2, kind })
+    Some(ProcLine {
+        ts_us,
+        cpu,
+        pid,
+        depth: indent / 2,
+        kind,
+    })
 }
 
 /// What [`check_nesting`] saw.
@@ -201,11 +235,22 @@ fn check_nesting(text: &str, window: bool) -> Nesting {
     for l in &lines {
         first.entry(l.cpu).or_insert(l.ts_us);
     }
-    let t0 = if window { *first.values().max().unwrap() } else { 0 };
+    let t0 = if window {
+        *first.values().max().unwrap()
+    } else {
+        0
+    };
     let mut stacks: HashMap<String, Vec<(String, usize)>> = HashMap::new();
     let mut cpus_of: HashMap<String, Vec<u32>> = HashMap::new();
     let mut last_pid: HashMap<u32, String> = HashMap::new();
-    let mut n = Nesting { checked: 0, calls: 0, tasks: 0, max_nest: 0, migrated: 0, preempted: 0 };
+    let mut n = Nesting {
+        checked: 0,
+        calls: 0,
+        tasks: 0,
+        max_nest: 0,
+        migrated: 0,
+        preempted: 0,
+    };
     for l in lines.iter().filter(|l| l.ts_us >= t0) {
         if let Some(prev) = last_pid.insert(l.cpu, l.pid.clone()) {
             if prev != l.pid && stacks.get(&prev).is_some_and(|s| !s.is_empty()) {
@@ -221,7 +266,14 @@ fn check_nesting(text: &str, window: bool) -> Nesting {
             Kind::Enter(name) | Kind::Leaf(name) => {
                 n.calls += 1;
                 if let Some((_, d)) = stack.last() {
-                    assert_eq!(l.depth, d + 1, "pid {} enters {name} at depth {} under {:?}", l.pid, l.depth, stack.last());
+                    assert_eq!(
+                        l.depth,
+                        d + 1,
+                        "pid {} enters {name} at depth {} under {:?}",
+                        l.pid,
+                        l.depth,
+                        stack.last()
+                    );
                 }
                 if matches!(l.kind, Kind::Enter(_)) {
                     stack.push((name.clone(), l.depth));
@@ -230,7 +282,11 @@ fn check_nesting(text: &str, window: bool) -> Nesting {
             }
             Kind::Return(name) => {
                 if let Some(top) = stack.pop() {
-                    assert_eq!(top.1, l.depth, "pid {}: return of {name} at the wrong depth, open: {top:?}", l.pid);
+                    assert_eq!(
+                        top.1, l.depth,
+                        "pid {}: return of {name} at the wrong depth, open: {top:?}",
+                        l.pid
+                    );
                     if !name.is_empty() {
                         assert_eq!(&top.0, name, "pid {}: unbalanced return", l.pid);
                     }
@@ -249,8 +305,14 @@ fn check_nesting(text: &str, window: bool) -> Nesting {
 fn check_backtrace(k: &mut Kernel) {
     k.send(b"crash\n");
     let out = clean(&k.expect("end Kernel panic", Duration::from_secs(120)));
-    let trace: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("Call Trace:")).collect();
-    assert!(trace.iter().any(|l| l.contains("? return_to_handler+0x0/")), "{out}");
+    let trace: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Call Trace:"))
+        .collect();
+    assert!(
+        trace.iter().any(|l| l.contains("? return_to_handler+0x0/")),
+        "{out}"
+    );
     for (i, l) in trace.iter().enumerate() {
         if l.contains("return_to_handler") {
             assert!(l.contains(" ? "), "{out}");
@@ -258,9 +320,14 @@ fn check_backtrace(k: &mut Kernel) {
         }
     }
     // The real callers are there, in order.
-    let run_command = trace.iter().position(|l| l.contains("kernel::shell::commands::run_command+"));
+    let run_command = trace
+        .iter()
+        .position(|l| l.contains("kernel::shell::commands::run_command+"));
     let shell_run = trace.iter().position(|l| l.contains("kernel::shell::run+"));
-    assert!(matches!((run_command, shell_run), (Some(a), Some(b)) if a < b), "{out}");
+    assert!(
+        matches!((run_command, shell_run), (Some(a), Some(b)) if a < b),
+        "{out}"
+    );
 }
 
 /// Golden tree, return values, trace_pipe with nesting kept across reads.
@@ -287,20 +354,84 @@ fn golden_and_results(k: &mut Kernel) -> (String, String) {
 fn stress(k: &mut Kernel, compute: &str, seconds: u32) {
     let long = Duration::from_secs(600);
     let expected = result_of(&k.run_with_timeout("calltree 40", long));
-    let expected = expected.rsplit_once(" result ").expect("calltree result").1.to_string();
+    let expected = expected
+        .rsplit_once(" result ")
+        .expect("calltree result")
+        .1
+        .to_string();
     assert_eq!(k.run("echo > set_ftrace_filter"), "");
     for o in ["funcgraph-proc", "funcgraph-abstime", "funcgraph-tail"] {
         assert_eq!(k.run(&format!("echo 1 > options/{o}")), "");
     }
     assert_eq!(k.run("echo 1 > tracing_on"), "");
-    assert_eq!(result_of(&k.run_with_timeout("work compute 10", long)), compute);
+    assert_eq!(
+        result_of(&k.run_with_timeout("work compute 10", long)),
+        compute
+    );
     let all = clean(&k.run_with_timeout(&format!("work all {seconds}"), long));
-    assert!(all.contains(" 0 errors") && all.contains("on 4 cpus"), "{all}");
+    assert!(
+        all.contains(" 0 errors") && all.contains("on 4 cpus"),
+        "{all}"
+    );
 
     assert_eq!(k.run("echo 0 > tracing_on"), "");
     let text = k.run_with_timeout("cat trace | tail -n 3000", long);
     let n = check_nesting(&text, true);
     assert!(n.checked > 100 && n.max_nest >= 3, "{n:?}");
+
+    // Interrupts: the irq-entry function is framed by Linux's arrows.
+    for o in ["funcgraph-proc", "funcgraph-abstime", "funcgraph-tail"] {
+        assert_eq!(k.run(&format!("echo 0 > options/{o}")), "");
+    }
+    let irq_run = |k: &mut Kernel| {
+        assert_eq!(k.run("echo > trace"), "");
+        assert_eq!(k.run("echo 1 > tracing_on"), "");
+        assert_eq!(k.run("sleep 0.2"), "");
+        assert_eq!(k.run("echo 0 > tracing_on"), "");
+        body(&k.run_with_timeout("cat trace", long))
+    };
+    let lines = irq_run(k);
+    let handler = "kernel::arch::x86_64::irq::handle_irq()";
+    let mut arrows = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("==>") {
+            let cpu = l.split_once(')').unwrap().0;
+            assert_eq!(l, &format!("{cpu})   ==========> |"));
+            assert!(
+                lines[i + 1].starts_with(&format!("{cpu})")) && lines[i + 1].contains(handler),
+                "{l}\n{}",
+                lines[i + 1]
+            );
+            arrows += 1;
+        }
+        if l.contains("<==") && i > 0 {
+            let cpu = l.split_once(')').unwrap().0;
+            assert_eq!(l, &format!("{cpu})   <========== |"));
+            let prev = &lines[i - 1];
+            assert!(
+                prev.contains(&format!("{handler};")) || prev.trim_end().ends_with('}'),
+                "{prev}\n{l}"
+            );
+        }
+    }
+    assert!(
+        arrows > 0,
+        "no interrupt seen in 0.2 s:\n{}",
+        lines.join("\n")
+    );
+    assert_eq!(k.run("echo 0 > options/funcgraph-irqs"), "");
+    let lines = irq_run(k);
+    assert!(
+        !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| !l.contains("==") && !l.contains("handle_irq")),
+        "{lines:?}"
+    );
+    assert_eq!(k.run("echo 1 > options/funcgraph-irqs"), "");
+    for o in ["funcgraph-proc", "funcgraph-abstime", "funcgraph-tail"] {
+        assert_eq!(k.run(&format!("echo 1 > options/{o}")), "");
+    }
 
     // 13 threads on 4 CPUs: three per CPU and one more, so they are
     // preempted in the middle of the tree, and the CPUs that finish first
@@ -308,14 +439,20 @@ fn stress(k: &mut Kernel, compute: &str, seconds: u32) {
     assert_eq!(k.run("echo > trace"), "");
     assert_eq!(k.run("echo 1 > tracing_on"), "");
     let tasks = result_of(&k.run_with_timeout("calltree 40 13", long));
-    assert_eq!(tasks, format!("calltree: 13 tasks x 40 iterations, result {expected}"));
+    assert_eq!(
+        tasks,
+        format!("calltree: 13 tasks x 40 iterations, result {expected}")
+    );
     assert_eq!(k.run("echo 0 > tracing_on"), "");
     let text = k.run_with_timeout("cat trace | grep calltree_", long);
     let n = check_nesting(&text, false);
     // Every call is there (nothing lost), every task nests exactly.
     assert_eq!(n.calls, 13 * 40 * 10, "{n:?}");
     assert!(n.tasks == 13 && n.max_nest >= 4, "{n:?}");
-    assert!(n.preempted > 0 && n.migrated > 0, "no preemption or migration seen: {n:?}");
+    assert!(
+        n.preempted > 0 && n.migrated > 0,
+        "no preemption or migration seen: {n:?}"
+    );
 }
 
 #[test]
@@ -327,7 +464,10 @@ fn function_graph_mcount() {
     // kept from one event to the next.
     assert_eq!(k.run("echo > trace"), "");
     assert_eq!(k.run("echo 1 > tracing_on"), "");
-    assert_eq!(result_of(&k.run("calltree 2")), result_of(&k.run("calltree 2")));
+    assert_eq!(
+        result_of(&k.run("calltree 2")),
+        result_of(&k.run("calltree 2"))
+    );
     assert_eq!(k.run("echo 0 > tracing_on"), "");
     check_calltree(&k.run("cat trace_pipe"), 4);
 
@@ -361,7 +501,10 @@ fn function_graph_mcount() {
             check_duration(&dur, false);
         }
         if text.trim() == "}" {
-            assert!(t.starts_with(&format!("{}}} /* {W}calltree_", text.trim_end_matches('}'))), "{line:?}");
+            assert!(
+                t.starts_with(&format!("{}}} /* {W}calltree_", text.trim_end_matches('}'))),
+                "{line:?}"
+            );
         } else {
             assert_eq!(t, text);
         }
@@ -391,16 +534,35 @@ fn function_graph_mcount() {
         assert_eq!(k.run(setup), "");
         let out = tree_run(k);
         assert_eq!(k.run(undo), "");
-        body(&out).iter().map(|l| split_default(l).2).collect::<Vec<_>>()
+        body(&out)
+            .iter()
+            .map(|l| split_default(l).2)
+            .collect::<Vec<_>>()
     };
     let g = |d: usize, t: &str| golden_text(d, t);
     assert_eq!(
-        filtered(&mut k, "echo '*calltree_pair' > set_graph_function", "echo > set_graph_function"),
-        [g(0, "calltree_pair() {"), g(1, "calltree_leaf();"), g(1, "calltree_leaf();"), g(0, "}")]
+        filtered(
+            &mut k,
+            "echo '*calltree_pair' > set_graph_function",
+            "echo > set_graph_function"
+        ),
+        [
+            g(0, "calltree_pair() {"),
+            g(1, "calltree_leaf();"),
+            g(1, "calltree_leaf();"),
+            g(0, "}")
+        ]
     );
-    assert_eq!(clean(&k.run("cat set_graph_function")), "#### all functions enabled ####\n");
     assert_eq!(
-        filtered(&mut k, "echo '*calltree_chain' > set_graph_notrace", "echo > set_graph_notrace"),
+        clean(&k.run("cat set_graph_function")),
+        "#### all functions enabled ####\n"
+    );
+    assert_eq!(
+        filtered(
+            &mut k,
+            "echo '*calltree_chain' > set_graph_notrace",
+            "echo > set_graph_notrace"
+        ),
         [
             g(0, "calltree_root() {"),
             g(1, "calltree_leaf();"),
@@ -412,9 +574,20 @@ fn function_graph_mcount() {
             g(0, "}")
         ]
     );
-    assert_eq!(filtered(&mut k, "echo 1 > max_graph_depth", "echo 0 > max_graph_depth"), [g(0, "calltree_root();")]);
     assert_eq!(
-        filtered(&mut k, "echo 2 > max_graph_depth", "echo 0 > max_graph_depth"),
+        filtered(
+            &mut k,
+            "echo 1 > max_graph_depth",
+            "echo 0 > max_graph_depth"
+        ),
+        [g(0, "calltree_root();")]
+    );
+    assert_eq!(
+        filtered(
+            &mut k,
+            "echo 2 > max_graph_depth",
+            "echo 0 > max_graph_depth"
+        ),
         [
             g(0, "calltree_root() {"),
             g(1, "calltree_leaf();"),
@@ -433,8 +606,19 @@ fn function_graph_mcount() {
     let out = tree_run(&mut k);
     let lines = body(&out);
     assert!(!lines.is_empty(), "{out}");
-    assert!(lines.iter().all(|l| split_default(l).2.trim_start().starts_with("} /* ")), "{out}");
-    assert!(lines.last().unwrap().ends_with(&format!("}} /* {W}calltree_root */")), "{out}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| split_default(l).2.trim_start().starts_with("} /* ")),
+        "{out}"
+    );
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .ends_with(&format!("}} /* {W}calltree_root */")),
+        "{out}"
+    );
     assert_eq!(k.run("echo 0 > tracing_thresh"), "");
 
     stress(&mut k, &compute, 3);

@@ -27,7 +27,9 @@
 //!   its `entryfunc` decides whether a call is hijacked, its `retfunc` sees
 //!   every return of a hijacked call (Linux: struct fgraph_ops).
 use core::cell::UnsafeCell;
-use core::sync::atomic::{compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering,
+};
 
 use super::ftrace::{self, recursion, FtraceOps};
 use crate::arch::percpu;
@@ -90,7 +92,14 @@ impl Default for ShadowStack {
 impl ShadowStack {
     pub const fn new() -> ShadowStack {
         ShadowStack {
-            frames: UnsafeCell::new([FgraphFrame { ret: 0, func: 0, calltime: 0, retp: 0 }; SHADOW_STACK_DEPTH]),
+            frames: UnsafeCell::new(
+                [FgraphFrame {
+                    ret: 0,
+                    func: 0,
+                    calltime: 0,
+                    retp: 0,
+                }; SHADOW_STACK_DEPTH],
+            ),
             curr: AtomicUsize::new(0),
             overrun: AtomicU32::new(0),
             bits: AtomicU32::new(0),
@@ -157,7 +166,8 @@ static GRAPH_DEAD: AtomicBool = AtomicBool::new(false);
 /// The ftrace_ops through which function_graph gets every function entry
 /// (Linux: graph_ops, whose func is the arch's ftrace_graph_func). Its
 /// filter is set by the graph tracer from set_ftrace_filter/notrace.
-pub static GRAPH_OPS: FtraceOps = FtraceOps::new("function_graph", crate::arch::fgraph::ftrace_graph_func);
+pub static GRAPH_OPS: FtraceOps =
+    FtraceOps::new("function_graph", crate::arch::fgraph::ftrace_graph_func);
 
 /// True once [`ftrace_graph_stop`] ran.
 #[inline(always)]
@@ -183,7 +193,10 @@ pub fn current_task() -> Option<&'static Task> {
 /// (Linux: register_ftrace_graph). Only one user at a time: EBUSY.
 pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
     let p = ops as *const FgraphOps as *mut FgraphOps;
-    if FGRAPH_OPS.compare_exchange(core::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+    if FGRAPH_OPS
+        .compare_exchange(core::ptr::null_mut(), p, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
         return Err(Errno::EBUSY);
     }
     if let Err(e) = ftrace::register_ftrace_function(&GRAPH_OPS) {
@@ -199,7 +212,8 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
 pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
     let _ = ftrace::unregister_ftrace_function(&GRAPH_OPS);
     let p = ops as *const FgraphOps as *mut FgraphOps;
-    let _ = FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
+    let _ =
+        FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
 }
 
 #[inline(always)]
@@ -215,8 +229,12 @@ fn fgraph_ops() -> Option<&'static FgraphOps> {
 /// the recursion lock, so preemption is off.
 #[inline(always)]
 pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
-    let Some(ops) = fgraph_ops() else { return false };
-    let Some(task) = current_task() else { return false };
+    let Some(ops) = fgraph_ops() else {
+        return false;
+    };
+    let Some(task) = current_task() else {
+        return false;
+    };
     let rs = &task.ret_stack;
     let idx = rs.curr.load(Ordering::Relaxed);
     if idx >= SHADOW_STACK_DEPTH {
@@ -228,9 +246,21 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     rs.curr.store(idx + 1, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     let calltime = super::trace::trace_clock();
-    rs.set_frame(idx, FgraphFrame { ret, func, calltime, retp });
+    rs.set_frame(
+        idx,
+        FgraphFrame {
+            ret,
+            func,
+            calltime,
+            retp,
+        },
+    );
     compiler_fence(Ordering::SeqCst);
-    let trace = FtraceGraphEnt { func, depth: idx as i32, calltime };
+    let trace = FtraceGraphEnt {
+        func,
+        depth: idx as i32,
+        calltime,
+    };
     if (ops.entryfunc)(&trace, rs) {
         return true;
     }
@@ -297,9 +327,15 @@ pub fn ftrace_graph_ret_addr(idx: &mut usize, ret: u64, retp: u64) -> u64 {
     if ret != handler {
         return ret;
     }
-    let Some(task) = current_task() else { return ret };
+    let Some(task) = current_task() else {
+        return ret;
+    };
     let rs = &task.ret_stack;
-    let mut i = if *idx == 0 { rs.depth().min(SHADOW_STACK_DEPTH) } else { *idx };
+    let mut i = if *idx == 0 {
+        rs.depth().min(SHADOW_STACK_DEPTH)
+    } else {
+        *idx
+    };
     while i > 0 {
         i -= 1;
         let Some(f) = rs.frame(i) else { break };

@@ -37,12 +37,14 @@ use tracer::output::merge::TraceRecord;
 use tracer::output::{EventSource, NoTasks, OutputConfig, TraceIter};
 
 use super::control::{self, PipeReader, Tracer};
-use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack, GRAPH_OPS};
+use super::fgraph::{
+    self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack, GRAPH_OPS,
+};
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec, KernelSymbols,
-    TaskTable, TraceArray,
+    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec,
+    KernelSymbols, TaskTable, TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, SeqFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -63,11 +65,18 @@ struct GraphHash {
 
 impl GraphHash {
     const fn new() -> GraphHash {
-        GraphHash { bits: Once::new(), nonempty: AtomicBool::new(false) }
+        GraphHash {
+            bits: Once::new(),
+            nonempty: AtomicBool::new(false),
+        }
     }
 
     fn words(&self) -> &[AtomicU64] {
-        self.bits.call_once(|| (0..ftrace::records().len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+        self.bits.call_once(|| {
+            (0..ftrace::records().len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        })
     }
 
     fn store(&self, f: &GraphFilter) {
@@ -89,15 +98,21 @@ impl GraphHash {
     /// True if the function at call site `func` is in the set.
     #[inline(always)]
     fn contains(&self, func: u64) -> bool {
-        let Some(i) = ftrace::record_index(func) else { return false };
-        self.words().get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+        let Some(i) = ftrace::record_index(func) else {
+            return false;
+        };
+        self.words()
+            .get(i / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
     }
 }
 
 static GRAPH_HASH: GraphHash = GraphHash::new();
 static NOTRACE_HASH: GraphHash = GraphHash::new();
-static GRAPH_FILTER: Lazy<Mutex<GraphFilter>> = Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Function)));
-static NOTRACE_FILTER: Lazy<Mutex<GraphFilter>> = Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Notrace)));
+static GRAPH_FILTER: Lazy<Mutex<GraphFilter>> =
+    Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Function)));
+static NOTRACE_FILTER: Lazy<Mutex<GraphFilter>> =
+    Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Notrace)));
 
 #[inline(always)]
 fn in_hardirq() -> bool {
@@ -114,7 +129,8 @@ fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
         // Everything this call makes is traced, until it returns.
         rs.graph_depth.store(trace.depth, Ordering::Relaxed);
         if in_hardirq() {
-            rs.bits.fetch_or(task_bits::GRAPH | task_bits::IRQ, Ordering::Relaxed);
+            rs.bits
+                .fetch_or(task_bits::GRAPH | task_bits::IRQ, Ordering::Relaxed);
         } else {
             rs.bits.fetch_and(!task_bits::IRQ, Ordering::Relaxed);
             rs.bits.fetch_or(task_bits::GRAPH, Ordering::Relaxed);
@@ -141,7 +157,10 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
         return false;
     }
     // Linux: ftrace_graph_ignore_irqs.
-    if SKIP_IRQS.load(Ordering::Relaxed) && rs.bits.load(Ordering::Relaxed) & task_bits::IRQ == 0 && in_hardirq() {
+    if SKIP_IRQS.load(Ordering::Relaxed)
+        && rs.bits.load(Ordering::Relaxed) & task_bits::IRQ == 0
+        && in_hardirq()
+    {
         return false;
     }
     if TRACING_THRESH.load(Ordering::Relaxed) != 0 {
@@ -151,9 +170,15 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     if !control::tracing_is_on() {
         return false;
     }
-    let Some(tr) = global_trace() else { return false };
+    let Some(tr) = global_trace() else {
+        return false;
+    };
     let ent = trace_entry(TRACE_GRAPH_ENT, tracing_gen_ctx_dec());
-    let e = GraphEntEntry { ent, func: trace.func, depth: trace.depth };
+    let e = GraphEntEntry {
+        ent,
+        func: trace.func,
+        depth: trace.depth,
+    };
     // Recorded at the call time already read; `encode` writes every
     // byte, so the payload needs no clearing first.
     trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
@@ -197,7 +222,10 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
 }
 
 /// This tracer's hooks in the graph core (Linux: funcgraph_ops).
-static FUNCGRAPH_OPS: FgraphOps = FgraphOps { entryfunc: trace_graph_entry, retfunc: trace_graph_return };
+static FUNCGRAPH_OPS: FgraphOps = FgraphOps {
+    entryfunc: trace_graph_entry,
+    retfunc: trace_graph_return,
+};
 
 /// The records set_ftrace_filter/notrace select (graph_ops shares the
 /// global filter, as Linux's graph_ops uses global_ops' hashes).
@@ -220,9 +248,22 @@ fn graph_trace_reset() {
 fn graph_print_header(out: &mut String, entries: u64, written: u64) {
     let Some(tr) = global_trace() else { return };
     let options = tr.options.lock().clone();
-    let cfg = OutputConfig::new(&options, TracerKind::FunctionGraph, &KernelSymbols, &NoTasks, tr.nr_cpus as u32);
-    let stats = BufferStats { entries, written, online_cpus: crate::arch::nr_cpus() as u32 };
-    let lat = LatencyInfo { preempt_model: "preempt", ..LatencyInfo::default() };
+    let cfg = OutputConfig::new(
+        &options,
+        TracerKind::FunctionGraph,
+        &KernelSymbols,
+        &NoTasks,
+        tr.nr_cpus as u32,
+    );
+    let stats = BufferStats {
+        entries,
+        written,
+        online_cpus: crate::arch::nr_cpus() as u32,
+    };
+    let lat = LatencyInfo {
+        preempt_model: "preempt",
+        ..LatencyInfo::default()
+    };
     tracer::graph::print_graph_headers(out, &cfg, &stats, &lat, entries == 0);
 }
 
@@ -263,11 +304,15 @@ fn record(ts: u64, payload: &[u8], lost: u64) -> TraceRecord {
 
 impl EventSource for RingSource<'_> {
     fn next_event(&mut self) -> Option<(usize, TraceRecord)> {
-        let (_, cpu) = (0..self.tr.nr_cpus).filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| (ts, c))).min()?;
+        let (_, cpu) = (0..self.tr.nr_cpus)
+            .filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| (ts, c)))
+            .min()?;
         self.next_cpu(cpu).map(|r| (cpu, r))
     }
     fn peek_next_ts(&mut self) -> Option<u64> {
-        (0..self.tr.nr_cpus).filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| ts)).min()
+        (0..self.tr.nr_cpus)
+            .filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| ts))
+            .min()
     }
     fn peek_cpu(&mut self, cpu: usize) -> Option<&TraceRecord> {
         let slot = self.peeked.get_mut(cpu)?;
@@ -291,13 +336,27 @@ struct GraphPipe {
 
 impl PipeReader for GraphPipe {
     fn consume_event(&mut self, out: &mut String) -> bool {
-        let Some(tr) = global_trace() else { return false };
-        let mut src = RingSource { tr, peeked: (0..tr.nr_cpus).map(|_| None).collect() };
-        let Some((cpu, rec)) = src.next_event() else { return false };
+        let Some(tr) = global_trace() else {
+            return false;
+        };
+        let mut src = RingSource {
+            tr,
+            peeked: (0..tr.nr_cpus).map(|_| None).collect(),
+        };
+        let Some((cpu, rec)) = src.next_event() else {
+            return false;
+        };
         let options = tr.options.lock().clone();
         let tasks = TaskTable::snapshot();
-        let mut cfg = OutputConfig::new(&options, TracerKind::FunctionGraph, &KernelSymbols, &tasks, tr.nr_cpus as u32);
+        let mut cfg = OutputConfig::new(
+            &options,
+            TracerKind::FunctionGraph,
+            &KernelSymbols,
+            &tasks,
+            tr.nr_cpus as u32,
+        );
         cfg.time_in_ns = trace_clock_in_ns();
+        cfg.irqentry = crate::arch::irq::irqentry_text();
         let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
         core::mem::swap(&mut iter.graph, &mut self.graph);
         iter.print_record(&mut src, cpu, &rec, out);
@@ -308,7 +367,9 @@ impl PipeReader for GraphPipe {
 
 fn graph_pipe_open() -> Box<dyn PipeReader> {
     let nr = global_trace().map_or(1, |tr| tr.nr_cpus);
-    Box::new(GraphPipe { graph: tracer::graph::GraphState::new(nr) })
+    Box::new(GraphPipe {
+        graph: tracer::graph::GraphState::new(nr),
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -335,7 +396,9 @@ impl OpenFile for GraphFileOpen {
         self.text.read(buf)
     }
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
+        let Some(copy) = self.copy.as_mut() else {
+            return Err(Errno::EBADF);
+        };
         let mut attempt = copy.clone();
         match attempt.write(false, buf, &RecordNames) {
             Ok(()) => {
@@ -369,7 +432,12 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
         }
         c
     });
-    Ok(Box::new(GraphFileOpen { text, kind, copy, failed: false }))
+    Ok(Box::new(GraphFileOpen {
+        text,
+        kind,
+        copy,
+        failed: false,
+    }))
 }
 
 /// Registers the tracer and creates its files.
@@ -379,7 +447,9 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
     tracefs::create_file(root, "set_graph_function", TRACE_MODE_WRITE, |f| {
         graph_file_open(GraphFile::Function, f)
     })?;
-    tracefs::create_file(root, "set_graph_notrace", TRACE_MODE_WRITE, |f| graph_file_open(GraphFile::Notrace, f))?;
+    tracefs::create_file(root, "set_graph_notrace", TRACE_MODE_WRITE, |f| {
+        graph_file_open(GraphFile::Notrace, f)
+    })?;
     tracefs::create_show_store(
         root,
         "max_graph_depth",

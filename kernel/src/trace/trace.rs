@@ -283,6 +283,7 @@ pub fn print_trace_events_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut St
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    cfg.irqentry = crate::arch::irq::irqentry_text();
     cfg.time_in_ns = trace_clock_in_ns();
     let overruns = (0..tr.nr_cpus)
         .filter(|c| cpus.is_none_or(|x| x == *c))
@@ -317,6 +318,7 @@ pub fn consume_one_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) -
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    cfg.irqentry = crate::arch::irq::irqentry_text();
     cfg.time_in_ns = trace_clock_in_ns();
     let mut streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
         (0..tr.nr_cpus).map(|_| Vec::new().into_iter()).collect();

@@ -99,7 +99,8 @@ pub fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
     // Linux's skip_ftrace_return(): a dead graph, or a slot that is not on
     // a kernel stack.
     let slot = parent_slot as u64;
-    if crate::trace::fgraph::ftrace_graph_is_dead() || slot < 0xffff_8000_0000_0000 || slot % 8 != 0 {
+    if crate::trace::fgraph::ftrace_graph_is_dead() || slot < 0xffff_8000_0000_0000 || slot % 8 != 0
+    {
         return;
     }
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {

@@ -9,6 +9,7 @@ pub mod fgraph;
 pub mod ftrace;
 pub mod gdt;
 pub mod idt;
+pub mod irq;
 pub mod paging;
 pub mod percpu;
 pub mod serial;

@@ -69,28 +69,8 @@ extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
     }
     let cpu = this_cpu();
     cpu.irq_depth.fetch_add(1, Ordering::Relaxed);
-    match vector {
-        apic::TIMER_VECTOR => {
-            apic::eoi();
-            crate::sched::timer_tick();
-        }
-        apic::SERIAL_VECTOR => {
-            apic::eoi();
-            crate::console::serial_interrupt();
-        }
-        apic::CALL_FUNCTION_VECTOR => {
-            apic::eoi();
-            super::smp::call_function_interrupt();
-        }
-        apic::RESCHEDULE_VECTOR => {
-            apic::eoi();
-            cpu.need_resched.store(1, Ordering::Relaxed);
-        }
-        _ => {
-            apic::eoi();
-            crate::println!("unexpected interrupt vector {vector} on cpu{}", super::cpu_id());
-        }
-    }
+    // The traceable part, in the irq-entry section (function_graph's arrows).
+    super::irq::handle_irq(vector);
     cpu.irq_depth.fetch_sub(1, Ordering::Relaxed);
     // Preempt the interrupted task if it asked for it and was preemptible.
     if regs.rflags & (1 << 9) != 0 {
