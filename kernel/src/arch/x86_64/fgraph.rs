@@ -95,11 +95,13 @@ extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps
 /// and replaces it with `return_to_handler` if the tracer wants this call
 /// of the function at `ip` (Linux: prepare_ftrace_return).
 #[inline(always)]
-pub fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
+fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
     // Linux's skip_ftrace_return(): a dead graph, or a slot that is not on
     // a kernel stack.
     let slot = parent_slot as u64;
-    if crate::trace::fgraph::ftrace_graph_is_dead() || slot < 0xffff_8000_0000_0000 || slot % 8 != 0
+    if crate::trace::fgraph::ftrace_graph_is_dead()
+        || slot < 0xffff_8000_0000_0000
+        || !slot.is_multiple_of(8)
     {
         return;
     }
