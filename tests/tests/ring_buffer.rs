@@ -30,11 +30,21 @@ struct MarkerLine {
 fn parse_marker_line(line: &str) -> Option<MarkerLine> {
     let (left, text) = line.split_once(": tracing_mark_write: ")?;
     let toks: Vec<&str> = left.split_whitespace().collect();
-    let ci = toks.iter().position(|t| t.starts_with('[') && t.ends_with(']'))?;
-    let cpu = toks[ci].trim_matches(|c| c == '[' || c == ']').parse().ok()?;
+    let ci = toks
+        .iter()
+        .position(|t| t.starts_with('[') && t.ends_with(']'))?;
+    let cpu = toks[ci]
+        .trim_matches(|c| c == '[' || c == ']')
+        .parse()
+        .ok()?;
     let pid = toks[..ci].join(" ").rsplit_once('-')?.1.parse().ok()?;
     let ts = toks.last()?.to_string();
-    Some(MarkerLine { pid, cpu, ts, text: text.to_string() })
+    Some(MarkerLine {
+        pid,
+        cpu,
+        ts,
+        text: text.to_string(),
+    })
 }
 
 fn marker_lines(trace: &str) -> Vec<MarkerLine> {
@@ -94,7 +104,13 @@ const CLOCKS: &str = "local global counter uptime perf mono mono_raw boot tai x8
 fn clocks_with(cur: &str) -> String {
     let v: Vec<String> = CLOCKS
         .split(' ')
-        .map(|c| if c == cur { format!("[{c}]") } else { c.to_string() })
+        .map(|c| {
+            if c == cur {
+                format!("[{c}]")
+            } else {
+                c.to_string()
+            }
+        })
         .collect();
     format!("{}\n", v.join(" "))
 }
@@ -152,13 +168,19 @@ fn decode_page(page: &[u8]) -> Vec<RawEvent> {
                 // Long data: array[0] = length incl. itself, data at array[1].
                 let len = u32_at(data, off + 4) as usize;
                 ts += delta;
-                out.push(RawEvent { ts, payload: data[off + 8..off + 4 + len].to_vec() });
+                out.push(RawEvent {
+                    ts,
+                    payload: data[off + 8..off + 4 + len].to_vec(),
+                });
                 off += 4 + len;
             }
             n => {
                 let len = n as usize * 4;
                 ts += delta;
-                out.push(RawEvent { ts, payload: data[off + 4..off + 4 + len].to_vec() });
+                out.push(RawEvent {
+                    ts,
+                    payload: data[off + 4..off + 4 + len].to_vec(),
+                });
                 off += 4 + len;
             }
         }
@@ -169,7 +191,11 @@ fn decode_page(page: &[u8]) -> Vec<RawEvent> {
 /// A decoded `struct print_entry` as `trace` prints it.
 fn print_entry_line(cpu: usize, ev: &RawEvent) -> MarkerLine {
     let p = &ev.payload;
-    assert_eq!(u16::from_le_bytes([p[0], p[1]]), 5, "not TRACE_PRINT: {p:?}");
+    assert_eq!(
+        u16::from_le_bytes([p[0], p[1]]),
+        5,
+        "not TRACE_PRINT: {p:?}"
+    );
     let pid = i32::from_le_bytes(p[4..8].try_into().unwrap());
     let text = &p[16..];
     let end = text.iter().position(|&c| c == 0).unwrap();
@@ -240,7 +266,10 @@ fn markers_pipe_accounting_and_files() {
     assert!(out.contains("Invalid argument"), "{out}");
 
     // Markers from every CPU in turn show up in order, each on its CPU.
-    assert_eq!(run(&mut k, "ringbuf markers 5"), "ringbuf markers: 20 written, 0 failed, 0 off-cpu\n");
+    assert_eq!(
+        run(&mut k, "ringbuf markers 5"),
+        "ringbuf markers: 20 written, 0 failed, 0 off-cpu\n"
+    );
     let trace = run(&mut k, "cat trace");
     assert_eq!(header_counts(&trace), (20, 20), "{trace}");
     let m = marker_lines(&trace);
@@ -248,12 +277,18 @@ fn markers_pipe_accounting_and_files() {
     for (i, l) in m.iter().enumerate() {
         assert_eq!(l.cpu, i % 4, "{l:?}");
     }
-    let ts: Vec<f64> = m.iter().map(|l| l.ts.trim_end_matches(':').parse().unwrap()).collect();
+    let ts: Vec<f64> = m
+        .iter()
+        .map(|l| l.ts.trim_end_matches(':').parse().unwrap())
+        .collect();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
     for cpu in 0..4 {
         let s = stats(&mut k, cpu);
         assert_eq!(stat(&s, "entries"), 5, "{s:?}");
-        assert_eq!(stat(&s, "overrun") + stat(&s, "read events") + stat(&s, "dropped events"), 0);
+        assert_eq!(
+            stat(&s, "overrun") + stat(&s, "read events") + stat(&s, "dropped events"),
+            0
+        );
         assert!(stat(&s, "bytes") > 0, "{s:?}");
     }
     // per_cpu/cpuN/trace: the same header, that CPU's events only.
@@ -289,7 +324,10 @@ fn markers_pipe_accounting_and_files() {
 
     // Long markers: cut to fit a sub-buffer (4072 - 18 bytes), the rest
     // written by the next write() of the same string.
-    assert_eq!(run(&mut k, "ringbuf bigmarker 5000"), "ringbuf bigmarker: writes 4054 946\n");
+    assert_eq!(
+        run(&mut k, "ringbuf bigmarker 5000"),
+        "ringbuf bigmarker: writes 4054 946\n"
+    );
     let m = marker_lines(&run(&mut k, "cat trace"));
     assert_eq!(m.len(), 2, "{m:?}");
     let whole: String = (0..5000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
@@ -302,15 +340,24 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(run(&mut k, "echo 8 > buffer_size_kb"), "");
     assert_eq!(run(&mut k, "cat buffer_size_kb"), "11\n"); // 3 pages
     assert_eq!(run(&mut k, "cat buffer_total_size_kb"), "44\n");
-    assert_eq!(run(&mut k, "ringbuf markers 2000 1"), "ringbuf markers: 2000 written, 0 failed, 0 off-cpu\n");
+    assert_eq!(
+        run(&mut k, "ringbuf markers 2000 1"),
+        "ringbuf markers: 2000 written, 0 failed, 0 off-cpu\n"
+    );
     let s = stats(&mut k, 1);
     let (entries, overrun) = (stat(&s, "entries"), stat(&s, "overrun"));
     assert_eq!(entries + overrun, 2000, "{s:?}");
     assert!(overrun > 0 && entries > 50, "{s:?}");
-    assert_eq!(stat(&s, "commit overrun") + stat(&s, "dropped events") + stat(&s, "read events"), 0);
+    assert_eq!(
+        stat(&s, "commit overrun") + stat(&s, "dropped events") + stat(&s, "read events"),
+        0
+    );
     let trace = run(&mut k, "cat trace");
     assert_eq!(header_counts(&trace), (entries, 2000), "{trace}");
-    assert_eq!(seqs(&marker_lines(&trace)), (overrun..2000).collect::<Vec<_>>());
+    assert_eq!(
+        seqs(&marker_lines(&trace)),
+        (overrun..2000).collect::<Vec<_>>()
+    );
     let pipe = run(&mut k, "cat trace_pipe | head -n 2");
     let first: Vec<&str> = pipe.lines().collect();
     assert_eq!(first[0], format!("CPU:1 [LOST {overrun} EVENTS]"), "{pipe}");
@@ -320,7 +367,10 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(run(&mut k, "echo 0 > options/overwrite"), "");
     assert_eq!(run(&mut k, "echo > trace"), "");
     let out = run(&mut k, "ringbuf markers 2000 2");
-    let n: Vec<u64> = out.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let n: Vec<u64> = out
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
     let (written, failed) = (n[0], n[1]);
     assert_eq!(written + failed, 2000, "{out}");
     assert!(failed > 0 && written > 50, "{out}");
@@ -330,7 +380,10 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(stat(&s, "overrun"), 0, "{s:?}");
     let trace = run(&mut k, "cat trace");
     assert_eq!(header_counts(&trace), (written, written), "{trace}");
-    assert_eq!(seqs(&marker_lines(&trace)), (0..written).collect::<Vec<_>>());
+    assert_eq!(
+        seqs(&marker_lines(&trace)),
+        (0..written).collect::<Vec<_>>()
+    );
     assert_eq!(run(&mut k, "echo 1 > options/overwrite"), "");
 
     // tracing_on drives the ring buffer: markers fail with EBADF while off.
@@ -341,7 +394,10 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(run(&mut k, "echo 1 > tracing_on"), "");
     assert_eq!(run(&mut k, "echo on > trace_marker"), "");
     let m = marker_lines(&run(&mut k, "cat trace"));
-    assert_eq!(m.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["on"]);
+    assert_eq!(
+        m.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+        ["on"]
+    );
 
     // Switching the clock clears the buffer; counter stamps print raw.
     assert_eq!(run(&mut k, "echo global > trace_clock"), "");
@@ -351,7 +407,10 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(run(&mut k, "echo c1 > trace_marker"), "");
     let m = marker_lines(&run(&mut k, "cat trace"));
     assert_eq!(m.len(), 1);
-    assert!(!m[0].ts.contains('.') && m[0].ts.parse::<u64>().is_ok(), "{m:?}");
+    assert!(
+        !m[0].ts.contains('.') && m[0].ts.parse::<u64>().is_ok(),
+        "{m:?}"
+    );
     assert!(run(&mut k, "cat per_cpu/cpu0/stats").contains("now ts: "));
     assert_eq!(run(&mut k, "echo '  local  ' > trace_clock"), "");
     assert_eq!(run(&mut k, "cat trace_clock"), clocks_with("local"));
@@ -360,7 +419,10 @@ fn markers_pipe_accounting_and_files() {
     // trace shows, CPU by CPU.
     assert_eq!(run(&mut k, "echo 1408 > buffer_size_kb"), "");
     assert_eq!(run(&mut k, "echo > trace"), "");
-    assert_eq!(run(&mut k, "ringbuf markers 40"), "ringbuf markers: 160 written, 0 failed, 0 off-cpu\n");
+    assert_eq!(
+        run(&mut k, "ringbuf markers 40"),
+        "ringbuf markers: 160 written, 0 failed, 0 off-cpu\n"
+    );
     assert_eq!(run(&mut k, "echo 0 > tracing_on"), "");
     let trace = marker_lines(&run(&mut k, "cat trace"));
     assert_eq!(trace.len(), 160);
@@ -391,22 +453,42 @@ fn markers_pipe_accounting_and_files() {
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }
 
-/// Per CPU, the markers left in `trace` must be a gap-free run ending at
-/// the last one written: resizing may drop the oldest pages (counted as
-/// overrun) but never a committed event in the middle.
-fn check_runs(trace: &str, n: u64) -> BTreeMap<usize, Vec<u64>> {
-    let mut per_cpu: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
-    for l in marker_lines(trace) {
-        let (c, s) = l.text.split_once(" seq=").unwrap();
-        let c: usize = c.trim_start_matches("cpu=").parse().unwrap();
-        assert_eq!(c, l.cpu, "{l:?}");
-        per_cpu.entry(c).or_default().push(s.parse().unwrap());
-    }
-    for (cpu, v) in &per_cpu {
-        let first = v[0];
-        assert_eq!(*v, (first..n).collect::<Vec<_>>(), "cpu {cpu}");
-    }
-    per_cpu
+/// The summary of `ringbuf resize`: (resizes, errors, retried writes,
+/// markers committed per CPU).
+fn resize_summary(out: &str) -> (u64, u64, u64, Vec<u64>) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("ringbuf resize: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| w[i].trim_end_matches(',').parse::<u64>().unwrap();
+    let per_cpu = w
+        .iter()
+        .filter_map(|t| t.strip_prefix("cpu"))
+        .map(|t| t.split_once('=').unwrap().1.parse().unwrap())
+        .collect();
+    (num(2), num(4), num(6), per_cpu)
+}
+
+/// The markers `cpu=C seq=N` of one CPU's `trace`, by a few greps so
+/// that thousands of lines need not cross the serial console:
+/// (count, first seq, last seq).
+fn cpu_markers(k: &mut Kernel, cpu: usize) -> (u64, Option<u64>, Option<u64>) {
+    let f = format!("cat per_cpu/cpu{cpu}/trace | grep tracing_mark_write:");
+    let count = run(k, &format!("{f} | wc -l")).trim().parse().unwrap();
+    let seq = |out: String| {
+        let m = marker_lines(&out);
+        assert!(m.len() <= 1, "{out}");
+        m.first().map(|l| {
+            let (c, s) = l.text.split_once(" seq=").unwrap();
+            assert_eq!(c, format!("cpu={cpu}"), "{l:?}");
+            assert_eq!(l.cpu, cpu, "{l:?}");
+            s.parse().unwrap()
+        })
+    };
+    let first = seq(run(k, &format!("{f} | head -n 1")));
+    let last = seq(run(k, &format!("{f} | tail -n 1")));
+    (count, first, last)
 }
 
 #[test]
@@ -414,44 +496,62 @@ fn resize_while_tracing() {
     let mut k = Kernel::boot(&["--smp", "4"]);
     assert_eq!(run(&mut k, "cd /tracing"), "");
 
-    // Markers only, sizes that always hold them: nothing may be lost.
-    let out = run(&mut k, "ringbuf resize 300 1410,2000,1500,3000,1408");
-    assert!(out.contains(" 0 errors,"), "{out}");
+    // Markers only, while the buffer grows and shrinks between sizes that
+    // always hold them: every committed marker must be there, once.
+    let out = run(&mut k, "ringbuf resize 2 1410,2000,1500,3000,1408");
+    let (resizes, errors, _, written) = resize_summary(&out);
+    assert_eq!((resizes, errors), (10, 0), "{out}");
+    assert_eq!(written.len(), 4, "{out}");
+    assert!(written.iter().all(|&w| w > 0), "{out}");
     assert_eq!(run(&mut k, "cat buffer_size_kb"), "1410\n");
-    let trace = run(&mut k, "cat trace");
-    assert_eq!(header_counts(&trace), (1200, 1200), "{out}");
-    let runs = check_runs(&trace, 300);
-    assert_eq!(runs.len(), 4);
-    assert!(runs.values().all(|v| v.len() == 300));
-    for cpu in 0..4 {
+    let total: u64 = written.iter().sum();
+    let head = run(&mut k, "cat trace | head -n 3");
+    assert_eq!(header_counts(&head), (total, total), "{out}");
+    for (cpu, &w) in written.iter().enumerate() {
+        assert_eq!(
+            cpu_markers(&mut k, cpu),
+            (w, Some(0), Some(w - 1)),
+            "cpu {cpu}: {out}"
+        );
         let s = stats(&mut k, cpu);
-        assert_eq!((stat(&s, "entries"), stat(&s, "overrun")), (300, 0), "{s:?}");
+        assert_eq!((stat(&s, "entries"), stat(&s, "overrun")), (w, 0), "{s:?}");
     }
 
     // The function tracer on the VFS (every marker write goes through it)
-    // while the buffer shrinks below its contents and grows again.
+    // while the buffer shrinks below its contents and grows again: the
+    // markers left on each CPU are a gap-free run ending at the last one
+    // written; a run that lost its head was counted as overrun.
     assert_eq!(run(&mut k, "echo > trace"), "");
     assert_eq!(run(&mut k, "echo 'kernel::fs::*' > set_ftrace_filter"), "");
     assert_eq!(run(&mut k, "echo function > current_tracer"), "");
-    let out = run(&mut k, "ringbuf resize 300 64,8,512,16,1408");
-    assert!(out.contains(" 0 errors,"), "{out}");
+    let out = run(&mut k, "ringbuf resize 3 64,8,512,16,128");
+    let (resizes, errors, _, written) = resize_summary(&out);
+    assert_eq!((resizes, errors), (15, 0), "{out}");
+    assert_eq!(written.len(), 4, "{out}");
     assert_eq!(run(&mut k, "echo 0 > tracing_on"), "");
-    let trace = run(&mut k, "cat trace | grep -v kernel::fs");
-    let runs = check_runs(&trace, 300);
-    let (mut entries, mut written) = (0, 0);
-    for cpu in 0..4 {
+    let (mut entries, mut total) = (0, 0);
+    for (cpu, &w) in written.iter().enumerate() {
+        let (count, first, last) = cpu_markers(&mut k, cpu);
         let s = stats(&mut k, cpu);
         entries += stat(&s, "entries");
-        written += stat(&s, "entries") + stat(&s, "overrun");
-        // A run that does not start at 0 lost its head: counted as overrun.
-        if runs.get(&cpu).is_none_or(|v| v[0] != 0) {
+        total += stat(&s, "entries") + stat(&s, "overrun");
+        assert_eq!(last, Some(w - 1), "cpu {cpu}: {out}");
+        let first = first.unwrap();
+        assert_eq!(count, w - first, "cpu {cpu}: {out}");
+        if first != 0 {
             assert!(stat(&s, "overrun") > 0, "cpu {cpu}: {s:?}");
         }
     }
-    assert!(runs.len() >= 3, "{runs:?}");
-    let full = run(&mut k, "cat trace | head -n 3");
-    assert_eq!(header_counts(&full), (entries, written));
-    assert!(full.starts_with("# tracer: function\n"), "{full}");
+    let head = run(&mut k, "cat trace | head -n 3");
+    assert_eq!(header_counts(&head), (entries, total));
+    assert!(head.starts_with("# tracer: function\n"), "{head}");
+    assert!(
+        run(&mut k, "cat trace | grep -c kernel::fs::")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
     assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
     assert_eq!(run(&mut k, "echo 1 > tracing_on"), "");
     assert_eq!(run(&mut k, "echo ok > trace_marker"), "");

@@ -140,7 +140,11 @@ fn buffer_size_store(cpu: Option<usize>, text: &str) -> Result<(), Errno> {
 /// `buffer_total_size_kb` (Linux: `tracing_total_entries_read`).
 fn buffer_total_show() -> String {
     let total: usize = global_trace()
-        .map(|tr| (0..tr.nr_cpus).map(|c| tr.buffer.size_per_cpu(c) >> 10).sum())
+        .map(|tr| {
+            (0..tr.nr_cpus)
+                .map(|c| tr.buffer.size_per_cpu(c) >> 10)
+                .sum()
+        })
         .unwrap_or(0);
     format!("{total}\n")
 }
@@ -404,8 +408,13 @@ fn markers(args: &[String], out: &mut Output) {
         .iter()
         .enumerate()
         .map(|(slot, &cpu)| {
-            let (turn, written, failed, misplaced, stop) =
-                (turn.clone(), written.clone(), failed.clone(), misplaced.clone(), stop.clone());
+            let (turn, written, failed, misplaced, stop) = (
+                turn.clone(),
+                written.clone(),
+                failed.clone(),
+                misplaced.clone(),
+                stop.clone(),
+            );
             crate::sched::spawn_on(cpu, &format!("marker/{cpu}"), move || loop {
                 let k = turn.load(Ordering::Acquire);
                 if k >= total || stop.load(Ordering::Relaxed) {
@@ -442,67 +451,88 @@ fn markers(args: &[String], out: &mut Output) {
     out.emit_str("ringbuf", &text);
 }
 
-/// `ringbuf resize N KB[,KB...]`: one thread per CPU writes markers
-/// `cpu=C seq=0` .. `seq=N-1` (a write that fails while its CPU is being
+/// Most markers one `ringbuf resize` writer writes (well below what the
+/// default buffer holds, so a run that never shrinks loses nothing).
+const RESIZE_MAX_MARKERS: u64 = 20_000;
+
+/// `ringbuf resize ROUNDS KB[,KB...]`: one thread per CPU writes markers
+/// `cpu=C seq=0`, `seq=1`, ... (a write that fails while its CPU is being
 /// resized is retried, so every seq is committed once; each write goes
-/// through traceable VFS functions), while this shell thread writes the sizes
-/// to `buffer_size_kb` in turn until the writers are done (at least one
-/// round). The sizes end on the last one.
+/// through traceable VFS functions) for as long as this shell thread
+/// writes the sizes to `buffer_size_kb`, ROUNDS times over. Prints the
+/// number of markers each CPU committed.
 fn resize(args: &[String], out: &mut Output) {
-    let usage = "usage: ringbuf resize N KB[,KB...]";
-    let (Some(n), Some(sizes)) = (
-        args.first().and_then(|a| a.parse::<u64>().ok()),
-        args.get(1).map(|s| s.split(',').map(String::from).collect::<Vec<_>>()),
+    let usage = "usage: ringbuf resize ROUNDS KB[,KB...]";
+    let (Some(rounds), Some(sizes)) = (
+        args.first().and_then(|a| a.parse::<usize>().ok()),
+        args.get(1)
+            .map(|s| s.split(',').map(String::from).collect::<Vec<_>>()),
     ) else {
         println!("{usage}");
         return;
     };
     let nr = crate::arch::nr_cpus();
-    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let retries = Arc::new(AtomicU64::new(0));
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..nr).map(|_| AtomicU64::new(0)).collect());
+    let started = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..nr)
         .map(|cpu| {
-            let (done, retries) = (done.clone(), retries.clone());
+            let (stop, retries, counts, started) = (
+                stop.clone(),
+                retries.clone(),
+                counts.clone(),
+                started.clone(),
+            );
             crate::sched::spawn_on(cpu, &format!("rbresize/{cpu}"), move || {
+                started.fetch_add(1, Ordering::AcqRel);
                 let mut seq = 0;
-                while seq < n {
-                    if crate::fs::signal_pending() {
-                        break;
-                    }
+                while !stop.load(Ordering::Acquire) && seq < RESIZE_MAX_MARKERS {
                     match write_marker(&format!("cpu={cpu} seq={seq}")) {
                         Ok(()) => seq += 1,
                         Err(Errno::EBADF) => {
                             retries.fetch_add(1, Ordering::Relaxed);
-                            crate::sched::yield_now();
                         }
                         Err(_) => break,
                     }
+                    counts[cpu].store(seq, Ordering::Relaxed);
+                    crate::sched::yield_now();
                 }
-                done.fetch_add(1, Ordering::Release);
             })
         })
         .collect();
-    let (mut resizes, mut errors) = (0u64, 0u64);
-    let mut i = 0;
-    while (done.load(Ordering::Acquire) < nr || i % sizes.len() != 0) && !crate::fs::signal_pending() {
-        match vfs::write_file("/tracing/buffer_size_kb", format!("{}\n", sizes[i % sizes.len()]).as_bytes()) {
-            Ok(()) => resizes += 1,
-            Err(e) => {
-                errors += 1;
-                println!("ringbuf: buffer_size_kb {}: {e}", sizes[i % sizes.len()]);
-            }
-        }
-        i += 1;
-        crate::sched::sleep_ns(2_000_000);
+    // Let every writer start before the first resize.
+    while started.load(Ordering::Acquire) < nr && !crate::fs::signal_pending() {
+        crate::sched::yield_now();
     }
+    let (mut resizes, mut errors) = (0u64, 0u64);
+    'rounds: for _ in 0..rounds {
+        for kb in &sizes {
+            if crate::fs::signal_pending() {
+                break 'rounds;
+            }
+            match vfs::write_file("/tracing/buffer_size_kb", format!("{kb}\n").as_bytes()) {
+                Ok(()) => resizes += 1,
+                Err(e) => {
+                    errors += 1;
+                    println!("ringbuf: buffer_size_kb {kb}: {e}");
+                }
+            }
+            crate::sched::yield_now();
+        }
+    }
+    stop.store(true, Ordering::Release);
     for h in handles {
         h.join();
     }
-    let text = format!(
-        "ringbuf resize: {resizes} resizes, {errors} errors, {} retried writes, {} CPUs x {n} markers\n",
-        retries.load(Ordering::Relaxed),
-        nr
+    let mut text = format!(
+        "ringbuf resize: {resizes} resizes, {errors} errors, {} retried writes,",
+        retries.load(Ordering::Relaxed)
     );
+    for (cpu, c) in counts.iter().enumerate() {
+        let _ = write!(text, " cpu{cpu}={}", c.load(Ordering::Relaxed));
+    }
+    text.push('\n');
     out.emit_str("ringbuf", &text);
 }
 
@@ -584,7 +614,10 @@ fn bigmarker(args: &[String], out: &mut Output) {
             }
         }
     }
-    out.emit_str("ringbuf", &format!("ringbuf bigmarker: writes {}\n", writes.join(" ")));
+    out.emit_str(
+        "ringbuf",
+        &format!("ringbuf bigmarker: writes {}\n", writes.join(" ")),
+    );
 }
 
 /// The `ringbuf` shell command.
@@ -595,7 +628,7 @@ pub fn command(args: &[String], out: &mut Output) {
         Some("rawdump") => rawdump(&args[1..], out),
         Some("bigmarker") => bigmarker(&args[1..], out),
         _ => println!(
-            "usage: ringbuf markers N [CPU] | resize N KB[,KB...] | rawdump CPU | bigmarker LEN"
+            "usage: ringbuf markers N [CPU] | resize ROUNDS KB[,KB...] | rawdump CPU | bigmarker LEN"
         ),
     }
 }
