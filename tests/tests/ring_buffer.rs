@@ -392,6 +392,11 @@ fn markers_pipe_accounting_and_files() {
     let out = run(&mut k, "echo off > trace_marker");
     assert!(out.contains("Bad file descriptor"), "{out}");
     assert_eq!(run(&mut k, "echo 1 > tracing_on"), "");
+    // The markers option gates writing (EINVAL when off).
+    assert_eq!(run(&mut k, "echo 0 > options/markers"), "");
+    let out = run(&mut k, "echo nomarkers > trace_marker");
+    assert!(out.contains("Invalid argument"), "{out}");
+    assert_eq!(run(&mut k, "echo 1 > options/markers"), "");
     assert_eq!(run(&mut k, "echo on > trace_marker"), "");
     let m = marker_lines(&run(&mut k, "cat trace"));
     assert_eq!(
