@@ -446,6 +446,7 @@ fn stress(k: &mut Kernel, compute: &str, seconds: u32) {
     assert_eq!(k.run("echo 0 > tracing_on"), "");
     let text = k.run_with_timeout("cat trace | grep calltree_", long);
     let n = check_nesting(&text, false);
+    eprintln!("calltree threads: {n:?}");
     // Every call is there (nothing lost), every task nests exactly.
     assert_eq!(n.calls, 13 * 40 * 10, "{n:?}");
     assert!(n.tasks == 13 && n.max_nest >= 4, "{n:?}");

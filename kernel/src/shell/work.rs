@@ -476,7 +476,7 @@ fn calltree_chain(n: u32, x: u64) -> u64 {
 #[inline(never)]
 fn calltree_leaf(x: u64) -> u64 {
     let mut h = x;
-    for _ in 0..black_box(10_000) {
+    for _ in 0..black_box(50_000) {
         h = black_box(h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     }
     black_box(h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40)

@@ -120,12 +120,15 @@ pub trait PipeReader: Send {
     fn consume_event(&mut self, out: &mut String) -> bool;
 }
 
+/// Creates a tracer's [`PipeReader`] when `trace_pipe` is opened.
+pub type PipeOpen = fn() -> Box<dyn PipeReader>;
+
 /// Tracers with a [`PipeReader`]: (tracer name, open hook).
-static PIPE_OPENERS: Mutex<Vec<(&'static str, fn() -> Box<dyn PipeReader>)>> = Mutex::new(Vec::new());
+static PIPE_OPENERS: Mutex<Vec<(&'static str, PipeOpen)>> = Mutex::new(Vec::new());
 
 /// Gives the tracer called `name` its own `trace_pipe` reader, created when
 /// the pipe is opened while it is the current tracer.
-pub fn register_pipe_open(name: &'static str, open: fn() -> Box<dyn PipeReader>) {
+pub fn register_pipe_open(name: &'static str, open: PipeOpen) {
     PIPE_OPENERS.lock().push((name, open));
 }
 

@@ -42,14 +42,15 @@ return_to_handler:
     push rax                         /* the return value, into the slot */
     push rdx                         /* rsp is 16-byte aligned again */
     lea rdi, [rsp + 8]               /* retp: the slot */
-    call ftrace_return_to_handler    /* rax = the real return address */
+    call {handler}                   /* rax = the real return address */
     mov rdi, rax
     pop rdx
     pop rax
     jmp rdi                          /* to the real caller */
 .size return_to_handler, . - return_to_handler
 .popsection
-"#
+"#,
+    handler = sym crate::trace::fgraph::ftrace_return_to_handler,
 );
 
 extern "C" {
@@ -60,12 +61,6 @@ extern "C" {
 #[inline(always)]
 pub fn return_to_handler_addr() -> u64 {
     return_to_handler as *const () as u64
-}
-
-/// Called by `return_to_handler`; returns where to go back to.
-#[no_mangle]
-extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
-    crate::trace::fgraph::ftrace_return_to_handler(retp)
 }
 
 /// function_graph's ftrace_ops callback (Linux: ftrace_graph_func).
