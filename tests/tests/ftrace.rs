@@ -68,21 +68,37 @@ fn listing_and_checks(mode: &str, expected_sites: &BTreeSet<u64>) -> Vec<String>
     let boot = k.log();
     let n = expected_sites.len();
     assert!(n >= 300, "only {n} call sites in the ELF");
-    assert!(boot.contains(&format!("ftrace: {n} sites ({mode} mode) converted to NOPs")), "{boot}");
+    assert!(
+        boot.contains(&format!(
+            "ftrace: {n} sites ({mode} mode) converted to NOPs"
+        )),
+        "{boot}"
+    );
 
     // The listing, and the addresses behind it, equal the independent scan.
     let funcs = lines(&k.run(&format!("cat {T}/available_filter_functions")));
-    assert_eq!(funcs.len(), n, "available_filter_functions vs call sites in the ELF");
+    assert_eq!(
+        funcs.len(),
+        n,
+        "available_filter_functions vs call sites in the ELF"
+    );
     let addrs: BTreeSet<u64> = lines(&k.run(&format!("cat {T}/available_filter_functions_addrs")))
         .iter()
         .map(|l| u64::from_str_radix(l.split(' ').next().unwrap(), 16).unwrap())
         .collect();
-    assert_eq!(&addrs, expected_sites, "recorded sites differ from the ELF scan");
+    assert_eq!(
+        &addrs, expected_sites,
+        "recorded sites differ from the ELF scan"
+    );
     let total = k.run(&format!("cat {T}/dyn_ftrace_total_info"));
     assert!(total.starts_with(&format!("{n} ")), "{total}");
 
     // Known functions listed, notrace ones not.
-    for f in ["kernel::shell::work::compute_leaf", "kernel::shell::work::compute_iteration", "kernel::fs::path::normalize"] {
+    for f in [
+        "kernel::shell::work::compute_leaf",
+        "kernel::shell::work::compute_iteration",
+        "kernel::fs::path::normalize",
+    ] {
         assert!(funcs.iter().any(|l| l == f), "{f} is not listed");
     }
     for f in [
@@ -97,29 +113,63 @@ fn listing_and_checks(mode: &str, expected_sites: &BTreeSet<u64>) -> Vec<String>
     // Nothing written in kernel::trace is traceable (generic code of alloc
     // instantiated for its types, e.g. `<alloc::raw_vec::RawVec<kernel::
     // trace::..>>::grow_one`, is, as Linux traces lib/).
-    let own: Vec<&String> =
-        funcs.iter().filter(|l| l.starts_with("kernel::trace::") || l.starts_with("<kernel::trace::")).collect();
-    assert!(own.is_empty(), "traceable functions of kernel::trace: {own:?}");
+    let own: Vec<&String> = funcs
+        .iter()
+        .filter(|l| l.starts_with("kernel::trace::") || l.starts_with("<kernel::trace::"))
+        .collect();
+    assert!(
+        own.is_empty(),
+        "traceable functions of kernel::trace: {own:?}"
+    );
 
     // After boot every site holds the NOP.
     let check = k.run("ftrace_check");
-    assert_eq!(check, format!("ftrace_check: {n} sites, 0 bad, 0 call ftrace_caller, {n} nop\n"));
+    assert_eq!(
+        check,
+        format!("ftrace_check: {n} sites, 0 bad, 0 call ftrace_caller, {n} nop\n")
+    );
     // With the function tracer on, every site calls ftrace_caller...
     assert_eq!(k.run(&format!("echo function > {T}/current_tracer")), "");
     let check = k.run("ftrace_check");
-    assert_eq!(check, format!("ftrace_check: {n} sites, 0 bad, {n} call ftrace_caller, 0 nop\n"));
-    assert_eq!(lines(&k.run(&format!("cat {T}/enabled_functions"))).len(), n);
+    assert_eq!(
+        check,
+        format!("ftrace_check: {n} sites, 0 bad, {n} call ftrace_caller, 0 nop\n")
+    );
+    assert_eq!(
+        lines(&k.run(&format!("cat {T}/enabled_functions"))).len(),
+        n
+    );
     // ... with a filter only the selected ones ...
-    assert_eq!(k.run(&format!("echo 'kernel::shell::work::compute_*' > {T}/set_ftrace_filter")), "");
-    let selected = funcs.iter().filter(|l| l.starts_with("kernel::shell::work::compute_")).count();
+    assert_eq!(
+        k.run(&format!(
+            "echo 'kernel::shell::work::compute_*' > {T}/set_ftrace_filter"
+        )),
+        ""
+    );
+    let selected = funcs
+        .iter()
+        .filter(|l| l.starts_with("kernel::shell::work::compute_"))
+        .count();
     assert!(selected >= 4);
     let check = k.run("ftrace_check");
-    assert_eq!(check, format!("ftrace_check: {n} sites, 0 bad, {selected} call ftrace_caller, {} nop\n", n - selected));
-    assert_eq!(lines(&k.run(&format!("cat {T}/enabled_functions"))).len(), selected);
+    assert_eq!(
+        check,
+        format!(
+            "ftrace_check: {n} sites, 0 bad, {selected} call ftrace_caller, {} nop\n",
+            n - selected
+        )
+    );
+    assert_eq!(
+        lines(&k.run(&format!("cat {T}/enabled_functions"))).len(),
+        selected
+    );
     // ... and after `nop` every site is a NOP again.
     assert_eq!(k.run(&format!("echo nop > {T}/current_tracer")), "");
     let check = k.run("ftrace_check");
-    assert_eq!(check, format!("ftrace_check: {n} sites, 0 bad, 0 call ftrace_caller, {n} nop\n"));
+    assert_eq!(
+        check,
+        format!("ftrace_check: {n} sites, 0 bad, 0 call ftrace_caller, {n} nop\n")
+    );
     assert_eq!(k.run(&format!("cat {T}/enabled_functions")), "");
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
@@ -151,12 +201,18 @@ fn both_modes_list_the_same_functions() {
     let only_f: Vec<_> = fs.difference(&ms).collect();
     eprintln!("only in mcount: {only_m:#?}\nonly in fentry: {only_f:#?}");
     let diff = only_m.len() + only_f.len();
-    assert!(diff * 50 <= m.len(), "{diff} functions differ between the modes");
+    assert!(
+        diff * 50 <= m.len(),
+        "{diff} functions differ between the modes"
+    );
     // Every function written in the kernel's own modules (not generic
     // instances) is in both.
     for name in ms.symmetric_difference(&fs) {
         assert!(
-            name.starts_with('<') || name.contains("::<") || name.starts_with("core::") || name.starts_with("alloc::"),
+            name.starts_with('<')
+                || name.contains("::<")
+                || name.starts_with("core::")
+                || name.starts_with("alloc::"),
             "{name} is listed in one mode only"
         );
     }
