@@ -272,7 +272,8 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
 /// Called by `return_to_handler` when a hijacked function returns, with
 /// `retp` = the slot its `ret` used. Pops the frame, reports the return and
 /// gives back the real return address (Linux: ftrace_return_to_handler).
-pub fn ftrace_return_to_handler(retp: u64) -> u64 {
+/// `extern "C"`: `return_to_handler` calls it directly.
+pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
     let task = current_task();
     let rs = task.map(|t| &t.ret_stack);
     let idx = rs.map_or(0, |rs| rs.curr.load(Ordering::Relaxed));
