@@ -183,7 +183,7 @@ pub fn ftrace_graph_stop() {
 /// The running task, or None before the scheduler runs on this CPU.
 #[inline(always)]
 pub fn current_task() -> Option<&'static Task> {
-    let p = percpu::this_cpu().current.load(Ordering::Relaxed) as *const Task;
+    let p = percpu::this_cpu_current() as *const Task;
     // SAFETY: `current` is null or the running task, which stays alive while
     // it runs (the scheduler holds a reference until its last switch).
     unsafe { p.as_ref() }

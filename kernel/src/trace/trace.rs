@@ -56,14 +56,20 @@ static TRACE_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// CPUs are synchronised, so `local` and `global` agree, and with no
 /// wall-clock time `tai` and `boot` equal `mono`.
 ///
-/// The default clock, `local` (index 0), is tested first: one compare on
-/// the hot path instead of a walk through the special clocks.
+/// The default clock, `local` (index 0), is tested first and the others
+/// are out of line: one compare on the hot path.
 #[inline(always)]
 pub fn trace_clock() -> u64 {
     let clock = TRACE_CLOCK.load(Ordering::Relaxed);
-    if clock == 0 {
-        return crate::time::now_ns();
+    if clock != 0 {
+        return trace_clock_other(clock);
     }
+    crate::time::now_ns()
+}
+
+#[cold]
+#[inline(never)]
+fn trace_clock_other(clock: u8) -> u64 {
     match clock {
         CLOCK_COUNTER => TRACE_COUNTER.fetch_add(1, Ordering::Relaxed),
         CLOCK_UPTIME => crate::time::now_ns() / (1_000_000_000 / crate::arch::apic::HZ),
