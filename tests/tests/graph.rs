@@ -419,6 +419,28 @@ fn stress(k: &mut Kernel, compute: &str, seconds: u32) {
         "no interrupt seen in 0.2 s:\n{}",
         lines.join("\n")
     );
+    // Task switches: Linux's banner, centred comm-pid columns, blank line.
+    let dashes = format!(" {}", "-".repeat(42));
+    let mut banners = 0;
+    for (i, l) in lines.iter().enumerate() {
+        if *l == dashes && i + 3 < lines.len() && lines[i + 2] == dashes {
+            let b = &lines[i + 1];
+            let (cpu, rest) = b.split_once(") ").expect("banner CPU column");
+            assert!(
+                cpu.trim().parse::<u32>().is_ok() && cpu.starts_with(' '),
+                "{b:?}"
+            );
+            let (prev, next) = rest.split_once(" => ").expect("banner arrow");
+            assert!(prev.len() == 14 && next.len() == 14, "{b:?}");
+            assert!(
+                prev.trim().contains('-') && next.trim().contains('-'),
+                "{b:?}"
+            );
+            assert_eq!(lines[i + 3], "", "{b:?}");
+            banners += 1;
+        }
+    }
+    assert!(banners > 0, "no task switch seen:\n{}", lines.join("\n"));
     assert_eq!(k.run("echo 0 > options/funcgraph-irqs"), "");
     let lines = irq_run(k);
     assert!(

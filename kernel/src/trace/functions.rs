@@ -139,12 +139,15 @@ pub fn trace_stack(skip: usize) {
     let mut n = 0;
     let mut rbp = crate::arch::frame_pointer();
     let mut depth = 0;
+    let mut graph_idx = 0;
     while n < frames.len() && rbp >= 0xffff_8000_0000_0000 && rbp.is_multiple_of(8) && crate::arch::paging::is_mapped(rbp, 16) {
         // SAFETY: a mapped, aligned frame: saved rbp then return address.
         let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
         if ret == 0 {
             break;
         }
+        // A caller hijacked by function_graph: its real address.
+        let ret = super::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8);
         if depth >= skip {
             frames[n] = ret;
             n += 1;
