@@ -20,7 +20,7 @@ fi
 "$ROOT/boot/setup-toolchain.sh"
 
 echo "== host tests (tracer, build-tools, harness) and QEMU tests"
-cargo test --release --workspace --exclude kernel
+cargo test --release --no-fail-fast --workspace --exclude kernel
 echo "== loom model checks of the ring buffer"
 RUSTFLAGS="--cfg loom" cargo test --release -p tracer --test ring_buffer_loom \
     --target-dir "$ROOT/target/loom"
