@@ -351,6 +351,71 @@ impl OpenFile for SeqFile {
     }
 }
 
+/// An open file whose writes edit a private copy of some state, installed
+/// when the file is closed, and only if every write succeeded: a bad write
+/// returns its errno and changes nothing (Linux installs a new filter hash on
+/// release the same way, in `ftrace_regex_release`). Used by the filter files.
+pub struct EditFile<T> {
+    text: SeqFile,
+    /// The copy being edited (None when opened read-only).
+    copy: Option<T>,
+    failed: bool,
+    edit: Box<dyn FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send>,
+    commit: Option<Box<dyn FnOnce(T) + Send>>,
+}
+
+impl<T: Clone + Send> EditFile<T> {
+    /// `text` is what reads show; `copy` the state to edit (None: read-only);
+    /// `edit` applies one write to a copy; `commit` installs the result.
+    pub fn new(
+        text: impl Into<Vec<u8>>,
+        copy: Option<T>,
+        edit: impl FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send + 'static,
+        commit: impl FnOnce(T) + Send + 'static,
+    ) -> EditFile<T> {
+        EditFile {
+            text: SeqFile::new(text),
+            copy,
+            failed: false,
+            edit: Box::new(edit),
+            commit: Some(Box::new(commit)),
+        }
+    }
+}
+
+impl<T: Clone + Send> OpenFile for EditFile<T> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.text.read(buf)
+    }
+
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        let Some(copy) = self.copy.as_mut() else {
+            return Err(Errno::EBADF);
+        };
+        // Edit a scratch copy so that a write failing half-way leaves
+        // nothing behind.
+        let mut attempt = copy.clone();
+        match (self.edit)(&mut attempt, buf) {
+            Ok(()) => {
+                *copy = attempt;
+                Ok(buf.len())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        if let (Some(copy), Some(commit)) = (self.copy.take(), self.commit.take()) {
+            if !self.failed {
+                commit(copy);
+            }
+        }
+    }
+}
+
 /// Creates a file that shows `show()` and passes each write, as text, to
 /// `store` (which sees the raw text, trailing newline included, and returns
 /// an error to reject it). Without a store the file is read-only: writes

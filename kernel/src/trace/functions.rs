@@ -23,7 +23,7 @@ use tracer::options::Tracer as TracerKind;
 use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
 use super::trace::{global_trace, trace_buffer_write, trace_buffer_write_full, trace_entry, tracing_gen_ctx_dec};
-use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// The function tracer's ops (Linux: tr->ops with function_trace_call).
@@ -253,47 +253,9 @@ pub static FUNCTION_TRACE: Tracer = Tracer {
     print_header: None,
 };
 
-/// An open set_ftrace_filter/notrace: edits a copy, installed on close.
-struct RegexFileOpen {
-    text: SeqFile,
-    file: RegexFile,
-    copy: Option<FtraceFilter>,
-    failed: bool,
-}
-
-impl OpenFile for RegexFileOpen {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.text.read(buf)
-    }
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
-        let mut attempt = copy.clone();
-        match attempt.write(self.file, false, buf, &RecordNames) {
-            Ok(()) => {
-                *copy = attempt;
-                Ok(buf.len())
-            }
-            Err(e) => {
-                self.failed = true;
-                Err(e.into())
-            }
-        }
-    }
-    fn release(&mut self) {
-        if let Some(copy) = self.copy.take() {
-            if !self.failed {
-                *FILTER.lock() = copy;
-                if let Err(e) = apply_filter() {
-                    println!("ftrace: cannot apply the filter: {e:?}");
-                }
-            }
-        }
-    }
-}
-
 fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     let current = FILTER.lock().clone();
-    let text = SeqFile::new(current.read(file, &RecordNames));
+    let text = current.read(file, &RecordNames);
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
         if flags.truncate() {
@@ -302,7 +264,14 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
         }
         c
     });
-    Ok(Box::new(RegexFileOpen { text, file, copy, failed: false }))
+    let edit = move |f: &mut FtraceFilter, buf: &[u8]| Ok(f.write(file, false, buf, &RecordNames)?);
+    let commit = |f: FtraceFilter| {
+        *FILTER.lock() = f;
+        if let Err(e) = apply_filter() {
+            println!("ftrace: cannot apply the filter: {e:?}");
+        }
+    };
+    Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 
 /// The pids of a filter, from its text (one per line, or `no pid`).
@@ -318,47 +287,9 @@ fn pid_store_all(f: &PidFilter) {
     PID_FILTER_ON.store(!pids.is_empty(), Ordering::SeqCst);
 }
 
-struct PidFileOpen {
-    text: SeqFile,
-    copy: Option<PidFilter>,
-    failed: bool,
-}
-
-impl OpenFile for PidFileOpen {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.text.read(buf)
-    }
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let Some(copy) = self.copy.as_mut() else { return Err(Errno::EBADF) };
-        let mut attempt = copy.clone();
-        match attempt.write(false, buf) {
-            Ok(()) if pids_of(&attempt).len() <= MAX_PIDS => {
-                *copy = attempt;
-                Ok(buf.len())
-            }
-            Ok(()) => {
-                self.failed = true;
-                Err(Errno::ENOSPC)
-            }
-            Err(e) => {
-                self.failed = true;
-                Err(e.into())
-            }
-        }
-    }
-    fn release(&mut self) {
-        if let Some(copy) = self.copy.take() {
-            if !self.failed {
-                pid_store_all(&copy);
-                *PID_FILTER.lock() = copy;
-            }
-        }
-    }
-}
-
 fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     let current = PID_FILTER.lock().clone();
-    let text = SeqFile::new(current.read());
+    let text = current.read();
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
         if flags.truncate() {
@@ -366,7 +297,18 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
         }
         c
     });
-    Ok(Box::new(PidFileOpen { text, copy, failed: false }))
+    let edit = |f: &mut PidFilter, buf: &[u8]| {
+        f.write(false, buf)?;
+        if pids_of(f).len() > MAX_PIDS {
+            return Err(Errno::ENOSPC);
+        }
+        Ok(())
+    };
+    let commit = |f: PidFilter| {
+        pid_store_all(&f);
+        *PID_FILTER.lock() = f;
+    };
+    Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 
 /// Registers the tracer and creates its files.

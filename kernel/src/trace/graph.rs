@@ -46,7 +46,7 @@ use super::trace::{
     global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec,
     KernelSymbols, TaskTable, TraceArray,
 };
-use crate::fs::tracefs::{self, parse_ulong, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// `max_graph_depth` (Linux: fgraph_max_depth), 0 = no limit.
@@ -375,15 +375,6 @@ fn graph_pipe_open() -> Box<dyn PipeReader> {
 // ---------------------------------------------------------------------------
 // Files
 
-/// An open set_graph_function / set_graph_notrace: edits a copy, installed
-/// on close if every write succeeded (Linux: ftrace_graph_open/write/release).
-struct GraphFileOpen {
-    text: SeqFile,
-    kind: GraphFile,
-    copy: Option<GraphFilter>,
-    failed: bool,
-}
-
 fn graph_filter(kind: GraphFile) -> (&'static Mutex<GraphFilter>, &'static GraphHash) {
     match kind {
         GraphFile::Function => (&GRAPH_FILTER, &GRAPH_HASH),
@@ -391,40 +382,11 @@ fn graph_filter(kind: GraphFile) -> (&'static Mutex<GraphFilter>, &'static Graph
     }
 }
 
-impl OpenFile for GraphFileOpen {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.text.read(buf)
-    }
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        let Some(copy) = self.copy.as_mut() else {
-            return Err(Errno::EBADF);
-        };
-        let mut attempt = copy.clone();
-        match attempt.write(false, buf, &RecordNames) {
-            Ok(()) => {
-                *copy = attempt;
-                Ok(buf.len())
-            }
-            Err(e) => {
-                self.failed = true;
-                Err(e.into())
-            }
-        }
-    }
-    fn release(&mut self) {
-        if let Some(copy) = self.copy.take() {
-            if !self.failed {
-                let (filter, hash) = graph_filter(self.kind);
-                hash.store(&copy);
-                *filter.lock() = copy;
-            }
-        }
-    }
-}
-
+/// An open set_graph_function / set_graph_notrace: edits a copy, installed
+/// on close if every write succeeded (Linux: ftrace_graph_open/write/release).
 fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     let current = graph_filter(kind).0.lock().clone();
-    let text = SeqFile::new(current.read(&RecordNames));
+    let text = current.read(&RecordNames);
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
         if flags.truncate() {
@@ -432,12 +394,13 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
         }
         c
     });
-    Ok(Box::new(GraphFileOpen {
-        text,
-        kind,
-        copy,
-        failed: false,
-    }))
+    let edit = |f: &mut GraphFilter, buf: &[u8]| Ok(f.write(false, buf, &RecordNames)?);
+    let commit = move |f: GraphFilter| {
+        let (filter, hash) = graph_filter(kind);
+        hash.store(&f);
+        *filter.lock() = f;
+    };
+    Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 
 /// Registers the tracer and creates its files.
