@@ -6,12 +6,16 @@
 #                            fentry-style mode (`-Z patchable-function-entry=5`)
 #
 # The steps mirror Linux's build of vmlinux:
-#   1. cargo builds the host tools (build-tools: recordmcount, kallsyms);
+#   1. cargo builds the host tools (build-tools: recordmcount, kallsyms,
+#      sorttable);
 #   2. cargo builds the kernel crate as a static library, instrumented;
 #   3. recordmcount finds every call site and adds the __mcount_loc table;
 #   4. ld links it with boot/linker.ld;
 #   5. kallsyms turns the symbol table into a .kallsyms section, and ld links
-#      again with it (the section is last, so no address moves: checked).
+#      again with it (the section is last, so no address moves: checked);
+#   6. sorttable sorts the __mcount_loc table of the final ELF in place
+#      (Linux: scripts/sorttable, BUILDTIME_MCOUNT_SORT), so ftrace_init only
+#      checks the order instead of sorting at every boot.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODE="${KTRACE_MODE:-mcount}"
@@ -27,7 +31,7 @@ LD="${LD:-ld}"
 
 cd "$ROOT"
 "$ROOT/boot/setup-toolchain.sh"
-cargo build --quiet --release -p build-tools --bin recordmcount --bin kallsyms
+cargo build --quiet --release -p build-tools --bin recordmcount --bin kallsyms --bin sorttable
 TOOLS="$TARGET_DIR/release"
 
 RUSTC_BOOTSTRAP=1 \
@@ -45,5 +49,6 @@ LDFLAGS=(-n -static --gc-sections -z max-page-size=4096 -z noexecstack --no-warn
 "$LD" "${LDFLAGS[@]}" -o "$OUT/kernel.pass1.elf" "$OUT/libkernel.mc.a"
 "$TOOLS/kallsyms" -o "$OUT/kallsyms.o" "$OUT/kernel.pass1.elf" >&2
 "$LD" "${LDFLAGS[@]}" -o "$OUT/kernel.elf" "$OUT/libkernel.mc.a" "$OUT/kallsyms.o"
+"$TOOLS/sorttable" "$OUT/kernel.elf" >&2
 "$TOOLS/kallsyms" --compare "$OUT/kernel.pass1.elf" "$OUT/kernel.elf" >&2
 echo "$OUT/kernel.elf"

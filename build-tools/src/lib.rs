@@ -4,12 +4,15 @@
 //!   and records them in a `__mcount_loc` table (Linux: `scripts/recordmcount.c`).
 //! - [`kallsyms`]: extracts the function symbols of the linked kernel into the
 //!   `.kallsyms` blob of [`tracer::kallsyms`] (Linux: `scripts/kallsyms.c`).
+//! - [`sorttable`]: sorts the `__mcount_loc` table of the linked kernel in place
+//!   (Linux: `scripts/sorttable.c`, `BUILDTIME_MCOUNT_SORT`).
 //! - [`names`]: the one-token function names both of them use.
 
 pub mod error;
 pub mod kallsyms;
 pub mod names;
 pub mod recordmcount;
+pub mod sorttable;
 pub mod tracedat;
 
 pub use error::{Error, Result};

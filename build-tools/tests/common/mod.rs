@@ -444,6 +444,7 @@ pub fn tool(name: &str) -> PathBuf {
     match name {
         "recordmcount" => PathBuf::from(env!("CARGO_BIN_EXE_recordmcount")),
         "kallsyms" => PathBuf::from(env!("CARGO_BIN_EXE_kallsyms")),
+        "sorttable" => PathBuf::from(env!("CARGO_BIN_EXE_sorttable")),
         _ => panic!("unknown tool {name}"),
     }
 }

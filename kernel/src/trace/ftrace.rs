@@ -2,7 +2,9 @@
 //! (Linux: kernel/trace/ftrace.c).
 //!
 //! - At boot, [`ftrace_init`] reads the `__mcount_loc` table that recordmcount
-//!   built, sorts it, checks every site's bytes and turns each into a NOP.
+//!   built (sorted at build time by `sorttable`, so one pass checks the order
+//!   and the sort is only a fallback), checks every site's bytes and turns
+//!   each into a NOP.
 //!   Each site becomes a [`DynFtrace`] record (ip, flags).
 //! - A user of function tracing is an [`FtraceOps`]: a callback plus the set of
 //!   records it wants (its filter). Several can be registered at once.
@@ -114,7 +116,14 @@ pub fn ftrace_init() {
         println!("ftrace: No functions to be traced?");
         return;
     }
-    ips.sort_unstable();
+    // boot/build.sh sorts the table in the ELF (build-tools' sorttable), so
+    // one pass confirms the order and the sort is skipped, as Linux does with
+    // CONFIG_BUILDTIME_MCOUNT_SORT. The sort stays for a table that was not
+    // (a kernel linked without that step): the records must be in address
+    // order, since record_index binary-searches them.
+    if !ips.is_sorted() {
+        ips.sort_unstable();
+    }
     ips.dedup();
     let count = ips.len();
     // 16-byte records, 256 to a 4 KiB page, as Linux's.

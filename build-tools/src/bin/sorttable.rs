@@ -1,0 +1,62 @@
+//! sorttable: sort the `__mcount_loc` table of a linked kernel in place.
+//!
+//! Usage:
+//!   sorttable KERNEL.elf           sort the table (rewrites the file if it was unsorted)
+//!   sorttable --check KERNEL.elf   only check; fails if the table is not sorted
+//!
+//! See `build_tools::sorttable` (Linux: scripts/sorttable.c, BUILDTIME_MCOUNT_SORT).
+
+use build_tools::sorttable::{first_descent, mcount_loc, sort_mcount_loc};
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: sorttable [--check] KERNEL.elf";
+
+fn run(check: bool, path: &str) -> Result<(), String> {
+    let mut data = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    if check {
+        let entries = mcount_loc(&data).map_err(|e| format!("{path}: {e}"))?;
+        if let Some(i) = first_descent(&entries) {
+            return Err(format!(
+                "{path}: __mcount_loc is not sorted (entry {i}: {:#x} after {:#x})",
+                entries[i],
+                entries[i - 1]
+            ));
+        }
+        println!("sorttable: {path}: {} entries, sorted", entries.len());
+        return Ok(());
+    }
+    let s = sort_mcount_loc(&mut data).map_err(|e| format!("{path}: {e}"))?;
+    match s.first_descent {
+        None => println!(
+            "sorttable: {path}: {} __mcount_loc entries at {:#x}, already sorted",
+            s.entries, s.start
+        ),
+        Some(i) => {
+            std::fs::write(path, &data).map_err(|e| format!("{path}: {e}"))?;
+            println!(
+                "sorttable: {path}: sorted {} __mcount_loc entries at {:#x} (first out of order: entry {i})",
+                s.entries, s.start
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (check, path) = match args.as_slice() {
+        [p] if !p.starts_with('-') => (false, p),
+        [c, p] if c == "--check" && !p.starts_with('-') => (true, p),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(check, path) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sorttable: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! sorttable: sorts the `__mcount_loc` table of the linked kernel in place.
+//!
+//! Mirrors the `__mcount_loc` part of Linux's `scripts/sorttable.c`
+//! (`CONFIG_BUILDTIME_MCOUNT_SORT`). recordmcount writes one table per object,
+//! and the linker concatenates them in link order, which is not address order
+//! (for example `.text.irqentry` is placed first in `.text`). `ftrace_init`
+//! needs the call sites sorted, because the records are binary-searched; sorting
+//! them here, once, lets the boot skip the sort after a single O(n) check.
+//!
+//! The table is found the way the kernel finds it: between the symbols
+//! `__start_mcount_loc` and `__stop_mcount_loc`. Its entries are 8-byte
+//! little-endian addresses, already resolved by the final link, so sorting the
+//! bytes moves no code and no symbol. A file that still carries relocations
+//! against the table's section (`ld --emit-relocs`) is refused: sorting would
+//! leave them pointing at the wrong entries.
+
+use crate::{Error, Result};
+use object::elf::{self, FileHeader64};
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::Endianness;
+
+/// What [`sort_mcount_loc`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Address of `__start_mcount_loc`.
+    pub start: u64,
+    /// Number of 8-byte entries in the table.
+    pub entries: usize,
+    /// Where the table is in the file.
+    pub file_offset: u64,
+    /// True if the table was already in ascending order (nothing written).
+    pub was_sorted: bool,
+    /// Index of the first entry smaller than its predecessor, if any.
+    pub first_descent: Option<usize>,
+}
+
+/// Where the table lies in the file: (address, file offset, length in bytes).
+fn locate(data: &[u8]) -> Result<(u64, usize, usize)> {
+    if data.len() < 4 || data[..4] != elf::ELFMAG {
+        return Err(Error::new("not an ELF file"));
+    }
+    if data.len() < std::mem::size_of::<FileHeader64<Endianness>>() {
+        return Err(Error::new("truncated ELF header"));
+    }
+    if data[4] != elf::ELFCLASS64 || data[5] != elf::ELFDATA2LSB {
+        return Err(Error::new("not a little-endian ELF64 file"));
+    }
+    let header = FileHeader64::<Endianness>::parse(data)?;
+    let endian = header.endian()?;
+    let machine = header.e_machine(endian);
+    if machine != elf::EM_X86_64 {
+        return Err(Error::new(format!(
+            "not an x86_64 ELF (e_machine = {machine})"
+        )));
+    }
+    let e_type = header.e_type(endian);
+    if e_type != elf::ET_EXEC && e_type != elf::ET_DYN {
+        return Err(Error::new(format!(
+            "not a linked executable (e_type = {e_type})"
+        )));
+    }
+    let sections = header.sections(endian, data)?;
+    let symbols = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    if symbols.is_empty() {
+        return Err(Error::new("no symbol table (was the kernel stripped?)"));
+    }
+    let (mut start, mut stop) = (None, None);
+    for sym in symbols.iter() {
+        let slot = match symbols.symbol_name(endian, sym)? {
+            b"__start_mcount_loc" => &mut start,
+            b"__stop_mcount_loc" => &mut stop,
+            _ => continue,
+        };
+        if sym.st_shndx(endian) == elf::SHN_UNDEF {
+            continue;
+        }
+        if slot.replace(sym.st_value(endian)).is_some() {
+            return Err(Error::new("more than one __start/__stop_mcount_loc symbol"));
+        }
+    }
+    let start = start.ok_or_else(|| Error::new("no __start_mcount_loc symbol"))?;
+    let stop = stop.ok_or_else(|| Error::new("no __stop_mcount_loc symbol"))?;
+    if stop < start {
+        return Err(Error::new(format!(
+            "__stop_mcount_loc ({stop:#x}) is below __start_mcount_loc ({start:#x})"
+        )));
+    }
+    let len = stop - start;
+    if len % 8 != 0 {
+        return Err(Error::new(format!(
+            "__mcount_loc is {len} bytes, not a whole number of 8-byte entries"
+        )));
+    }
+    if len == 0 {
+        return Ok((start, 0, 0));
+    }
+
+    // The allocated section with file contents that holds [start, stop).
+    let mut found = None;
+    for (index, sh) in sections.iter().enumerate() {
+        let addr = sh.sh_addr(endian);
+        let size = sh.sh_size(endian);
+        let alloc = sh.sh_flags(endian) & u64::from(elf::SHF_ALLOC) != 0;
+        if !alloc || addr > start || stop > addr.saturating_add(size) {
+            continue;
+        }
+        if sh.sh_type(endian) == elf::SHT_NOBITS {
+            return Err(Error::new(
+                "__mcount_loc lies in a section without file contents",
+            ));
+        }
+        found = Some((index, start - addr + sh.sh_offset(endian)));
+        break;
+    }
+    let (index, offset) = found.ok_or_else(|| {
+        Error::new(format!(
+            "no section holds __mcount_loc ({start:#x}..{stop:#x})"
+        ))
+    })?;
+    for sh in sections.iter() {
+        let t = sh.sh_type(endian);
+        if (t == elf::SHT_RELA || t == elf::SHT_REL) && sh.sh_info(endian) as usize == index {
+            return Err(Error::new(
+                "the section holding __mcount_loc has relocations (linked with --emit-relocs?): \
+                 sorting would desynchronise them",
+            ));
+        }
+    }
+    let offset =
+        usize::try_from(offset).map_err(|_| Error::new("__mcount_loc offset too large"))?;
+    let len = usize::try_from(len).map_err(|_| Error::new("__mcount_loc too large"))?;
+    match offset.checked_add(len) {
+        Some(end) if end <= data.len() => Ok((start, offset, len)),
+        _ => Err(Error::new("__mcount_loc lies beyond the end of the file")),
+    }
+}
+
+/// The index of the first entry smaller than the one before it.
+pub fn first_descent(entries: &[u64]) -> Option<usize> {
+    entries.windows(2).position(|w| w[1] < w[0]).map(|i| i + 1)
+}
+
+/// Sorts the `__mcount_loc` entries of the linked kernel `data` ascending, in
+/// place. Everything else in the file is left byte for byte as it was.
+pub fn sort_mcount_loc(data: &mut [u8]) -> Result<Summary> {
+    let (start, offset, len) = locate(data)?;
+    let table = &mut data[offset..offset + len];
+    let mut entries: Vec<u64> = table
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+        .collect();
+    let descent = first_descent(&entries);
+    if descent.is_some() {
+        entries.sort_unstable();
+        for (chunk, e) in table.chunks_exact_mut(8).zip(&entries) {
+            chunk.copy_from_slice(&e.to_le_bytes());
+        }
+    }
+    Ok(Summary {
+        start,
+        entries: entries.len(),
+        file_offset: offset as u64,
+        was_sorted: descent.is_none(),
+        first_descent: descent,
+    })
+}
+
+/// The `__mcount_loc` entries of a linked kernel, in file order.
+pub fn mcount_loc(data: &[u8]) -> Result<Vec<u64>> {
+    let (_, offset, len) = locate(data)?;
+    Ok(data[offset..offset + len]
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+        .collect())
+}

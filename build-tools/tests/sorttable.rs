@@ -1,0 +1,304 @@
+//! sorttable on small kernels linked in the test: an object written with
+//! `object::write` whose `__mcount_loc` lists its functions out of address
+//! order (as the kernel's does once `.text.irqentry` is linked first), linked
+//! by `ld` with the tests' linker script. The sorted table is read back with
+//! binutils-independent checks (nm addresses, byte comparison of the rest of
+//! the file, kallsyms --compare), and bad inputs give errors, never panics.
+
+mod common;
+
+use build_tools::sorttable::{first_descent, mcount_loc, sort_mcount_loc};
+use common::*;
+use object::write::{Object, Relocation, StandardSection, Symbol, SymbolSection};
+use object::{
+    Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags, RelocationKind,
+    SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope,
+};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+fn os<S: AsRef<OsStr> + ?Sized>(s: &S) -> &OsStr {
+    s.as_ref()
+}
+
+/// The order in which the table lists the functions f0..f7 (not sorted).
+const ORDER: [usize; 8] = [5, 6, 7, 0, 3, 1, 2, 4];
+
+/// An object with functions `f0`..`f7` (16 bytes each), an `entry`, some
+/// data around, and a `__mcount_loc` section of `R_X86_64_64` relocations to
+/// the functions in [`ORDER`]; `extra` raw bytes are appended to the table.
+fn object_with_table(extra: &[u8]) -> Vec<u8> {
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let text = obj.section_id(StandardSection::Text);
+    let mut funcs = Vec::new();
+    for i in 0..8 {
+        // push rbp; mov rbp,rsp; pop rbp; ret; padded with int3.
+        let mut code = vec![0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3];
+        code.resize(16, 0xcc);
+        let off = obj.append_section_data(text, &code, 16);
+        funcs.push(obj.add_symbol(Symbol {
+            name: format!("f{i}").into_bytes(),
+            value: off,
+            size: 16,
+            kind: SymbolKind::Text,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        }));
+    }
+    let off = obj.append_section_data(text, &[0xc3], 16);
+    obj.add_symbol(Symbol {
+        name: b"entry".to_vec(),
+        value: off,
+        size: 1,
+        kind: SymbolKind::Text,
+        scope: SymbolScope::Linkage,
+        weak: false,
+        section: SymbolSection::Section(text),
+        flags: SymbolFlags::None,
+    });
+    let rodata = obj.section_id(StandardSection::ReadOnlyData);
+    obj.append_section_data(rodata, &[0xaa; 24], 8);
+    let data = obj.section_id(StandardSection::Data);
+    obj.append_section_data(data, &[0x55; 40], 8);
+
+    let table = obj.add_section(
+        Vec::new(),
+        b"__mcount_loc".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    obj.section_mut(table).flags = SectionFlags::Elf {
+        sh_flags: u64::from(object::elf::SHF_ALLOC),
+    };
+    let mut bytes = vec![0u8; 8 * ORDER.len()];
+    bytes.extend_from_slice(extra);
+    obj.append_section_data(table, &bytes, 8);
+    for (slot, &f) in ORDER.iter().enumerate() {
+        obj.add_relocation(
+            table,
+            Relocation {
+                offset: 8 * slot as u64,
+                symbol: funcs[f],
+                addend: 0,
+                flags: RelocationFlags::Generic {
+                    kind: RelocationKind::Absolute,
+                    encoding: RelocationEncoding::Generic,
+                    size: 64,
+                },
+            },
+        )
+        .unwrap();
+    }
+    let note = obj.add_section(Vec::new(), b".note.GNU-stack".to_vec(), SectionKind::Other);
+    obj.section_mut(note).flags = SectionFlags::Elf { sh_flags: 0 };
+    obj.write().unwrap()
+}
+
+/// Writes the object and links it into `dir/name.elf`.
+fn linked(dir: &Path, name: &str, extra: &[u8]) -> PathBuf {
+    let o = dir.join(format!("{name}.o"));
+    std::fs::write(&o, object_with_table(extra)).unwrap();
+    let elf = dir.join(format!("{name}.elf"));
+    link(dir, &[&o], &elf);
+    elf
+}
+
+/// Addresses of f0..f7 according to nm.
+fn nm_addresses(elf: &Path) -> Vec<u64> {
+    let funcs = nm_functions(elf);
+    (0..8)
+        .map(|i| {
+            funcs
+                .iter()
+                .find(|f| f.2 == format!("f{i}"))
+                .unwrap_or_else(|| panic!("f{i} not in nm output"))
+                .0
+        })
+        .collect()
+}
+
+fn entries(table: &[u8]) -> Vec<u64> {
+    table
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn sorts_the_table_in_place_and_nothing_else() {
+    let dir = test_dir("sorttable-sort");
+    let elf = linked(&dir, "k", &[]);
+    let before = std::fs::read(&elf).unwrap();
+    let addrs = nm_addresses(&elf);
+    let (start, table) = section_bytes(&elf, ".mcount_loc").unwrap();
+    // The link resolved the relocations in ORDER: the table is unsorted.
+    let want_unsorted: Vec<u64> = ORDER.iter().map(|&f| addrs[f]).collect();
+    assert_eq!(entries(&table), want_unsorted);
+    assert_eq!(first_descent(&want_unsorted), Some(3));
+
+    let copy = dir.join("k.pass1.elf");
+    std::fs::copy(&elf, &copy).unwrap();
+    let (ok, out, err) = run_tool("sorttable", &[elf.as_os_str()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("sorted 8 __mcount_loc entries"), "{out}");
+    assert!(out.contains("entry 3"), "{out}");
+
+    let after = std::fs::read(&elf).unwrap();
+    let (start2, table2) = section_bytes(&elf, ".mcount_loc").unwrap();
+    assert_eq!(start2, start);
+    let mut want = addrs.clone();
+    want.sort();
+    assert_eq!(
+        entries(&table2),
+        want,
+        "entries are the functions, ascending"
+    );
+    // Only the table's bytes changed.
+    assert_eq!(before.len(), after.len());
+    let pos = before
+        .windows(table.len())
+        .position(|w| w == table.as_slice())
+        .expect("table in the file");
+    assert_eq!(before[..pos], after[..pos]);
+    assert_eq!(before[pos + table.len()..], after[pos + table.len()..]);
+    // No function moved (the check build.sh runs after sorting).
+    let (ok, out, err) = run_tool(
+        "kallsyms",
+        &[os("--compare"), copy.as_os_str(), elf.as_os_str()],
+    );
+    assert!(ok, "{out}{err}");
+    // --check: the original fails, the sorted one passes.
+    let (ok, _, err) = run_tool("sorttable", &[os("--check"), copy.as_os_str()]);
+    assert!(!ok && err.contains("not sorted (entry 3"), "{err}");
+    let (ok, out, _) = run_tool("sorttable", &[os("--check"), elf.as_os_str()]);
+    assert!(ok && out.contains("8 entries, sorted"), "{out}");
+    // Sorting again changes nothing.
+    let (ok, out, _) = run_tool("sorttable", &[elf.as_os_str()]);
+    assert!(ok && out.contains("already sorted"), "{out}");
+    assert_eq!(std::fs::read(&elf).unwrap(), after);
+}
+
+#[test]
+fn library_reports_what_it_did() {
+    let dir = test_dir("sorttable-lib");
+    let elf = linked(&dir, "k", &[]);
+    let mut data = std::fs::read(&elf).unwrap();
+    let addrs = nm_addresses(&elf);
+    let (start, _) = section_bytes(&elf, ".mcount_loc").unwrap();
+    assert_eq!(
+        mcount_loc(&data).unwrap(),
+        ORDER.iter().map(|&f| addrs[f]).collect::<Vec<_>>()
+    );
+    let s = sort_mcount_loc(&mut data).unwrap();
+    assert_eq!(
+        (s.start, s.entries, s.was_sorted, s.first_descent),
+        (start, 8, false, Some(3))
+    );
+    let s = sort_mcount_loc(&mut data).unwrap();
+    assert!(s.was_sorted && s.first_descent.is_none());
+    assert!(mcount_loc(&data).unwrap().is_sorted());
+}
+
+fn err_of(data: &[u8]) -> String {
+    let mut d = data.to_vec();
+    match sort_mcount_loc(&mut d) {
+        Ok(s) => panic!("expected an error, got {s:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let dir = test_dir("sorttable-bad");
+    let elf = linked(&dir, "k", &[]);
+    let good = std::fs::read(&elf).unwrap();
+
+    assert!(err_of(b"").contains("not an ELF"));
+    assert!(err_of(b"hello, world, this is not an ELF file").contains("not an ELF"));
+    assert!(err_of(&good[..20]).contains("truncated"));
+    // A relocatable object is not a linked kernel.
+    assert!(err_of(&object_with_table(&[])).contains("not a linked executable"));
+    // Every truncation is an error, not a panic.
+    for len in (0..good.len()).step_by(7) {
+        let mut d = good[..len].to_vec();
+        assert!(sort_mcount_loc(&mut d).is_err(), "truncated to {len}");
+    }
+    // Missing symbols: rename them in the string table.
+    for (sym, msg) in [
+        (&b"__start_mcount_loc"[..], "no __start_mcount_loc"),
+        (&b"__stop_mcount_loc"[..], "no __stop_mcount_loc"),
+    ] {
+        let mut d = good.clone();
+        let pos = d.windows(sym.len()).position(|w| w == sym).unwrap();
+        d[pos + 2] = b'X';
+        assert!(err_of(&d).contains(msg), "{}", err_of(&d));
+    }
+    // A table that is not a whole number of 8-byte entries.
+    let odd = linked(&dir, "odd", &[1, 2, 3, 4]);
+    let e = err_of(&std::fs::read(&odd).unwrap());
+    assert!(e.contains("not a whole number of 8-byte entries"), "{e}");
+    // Relocations kept in the output (ld --emit-relocs) would go stale.
+    let script = dir.join("link.ld");
+    let o = dir.join("k.o");
+    let kept = dir.join("kept.elf");
+    let st = std::process::Command::new("ld")
+        .arg("-T")
+        .arg(&script)
+        .arg("--emit-relocs")
+        .arg("-o")
+        .arg(&kept)
+        .arg(&o)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let e = err_of(&std::fs::read(&kept).unwrap());
+    assert!(e.contains("has relocations"), "{e}");
+    // The CLI reports errors with status 1 and usage errors with 2.
+    let junk = dir.join("junk");
+    std::fs::write(&junk, b"junk").unwrap();
+    let out = std::process::Command::new(tool("sorttable"))
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an ELF"));
+    let out = std::process::Command::new(tool("sorttable"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn corrupted_bytes_never_panic() {
+    let dir = test_dir("sorttable-corrupt");
+    let good = std::fs::read(linked(&dir, "k", &[])).unwrap();
+    // Flip bytes all over the headers and tables (a simple LCG, fixed seed).
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..3000 {
+        let mut d = good.clone();
+        for _ in 0..4 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pos = (x >> 33) as usize % d.len();
+            d[pos] = (x >> 17) as u8;
+        }
+        let _ = sort_mcount_loc(&mut d);
+    }
+}
+
+/// The real kernel, when it has been built: sorting keeps the same entries.
+#[test]
+fn real_kernel_if_built() {
+    let elf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/kernel/mcount/kernel.elf");
+    let Ok(mut data) = std::fs::read(&elf) else {
+        eprintln!("SKIPPED: {} not built", elf.display());
+        return;
+    };
+    let mut before = mcount_loc(&data).unwrap();
+    assert!(before.len() > 100);
+    sort_mcount_loc(&mut data).unwrap();
+    before.sort();
+    assert_eq!(mcount_loc(&data).unwrap(), before);
+}
