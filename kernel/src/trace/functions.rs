@@ -12,17 +12,20 @@
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use spin::{Lazy, Mutex};
-use tracer::entry::{FtraceEntry, StackEntry, TraceEntry, TRACE_FN, TRACE_STACK};
+use tracer::entry::{FtraceEntry, StackEntry, TRACE_FN, TRACE_STACK};
 use tracer::filter::{FtraceFilter, FuncNames, PidFilter, RegexFile};
 use tracer::options::func_flags;
 use tracer::options::Tracer as TracerKind;
 
 use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
-use super::trace::{global_trace, trace_buffer_write, trace_buffer_write_full, trace_entry, tracing_gen_ctx_dec};
+use super::trace::{
+    global_trace, trace_buffer_write, trace_buffer_write_full, trace_entry, trace_entry_word,
+    tracing_gen_ctx_dec,
+};
 use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
@@ -38,10 +41,22 @@ static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::n
 /// The pids of set_ftrace_pid, read without a lock by the callback.
 const MAX_PIDS: usize = 32;
 static PIDS: [AtomicU32; MAX_PIDS] = [const { AtomicU32::new(u32::MAX) }; MAX_PIDS];
-static PID_FILTER_ON: AtomicBool = AtomicBool::new(false);
 static FUNCTION_ACTIVE: AtomicBool = AtomicBool::new(false);
-/// The func_stack_trace option, mirrored for the callback.
-static STACK_TRACE: AtomicBool = AtomicBool::new(false);
+/// What makes the callback leave its fast path, mirrored for it in one
+/// byte so that the fast path tests both with one load: `set_ftrace_pid`
+/// holds pids ([`FUNC_PID_FILTER`]), the func_stack_trace option is set
+/// ([`FUNC_STACK_TRACE`]).
+static FUNC_SLOW: AtomicU8 = AtomicU8::new(0);
+const FUNC_PID_FILTER: u8 = 1;
+const FUNC_STACK_TRACE: u8 = 2;
+
+fn set_func_slow(bit: u8, on: bool) {
+    if on {
+        FUNC_SLOW.fetch_or(bit, Ordering::SeqCst);
+    } else {
+        FUNC_SLOW.fetch_and(!bit, Ordering::SeqCst);
+    }
+}
 
 /// Function names in record order, for the filter parser.
 pub struct RecordNames;
@@ -57,7 +72,7 @@ impl FuncNames for RecordNames {
 
 #[inline(always)]
 pub(crate) fn pid_allowed() -> bool {
-    if !PID_FILTER_ON.load(Ordering::Relaxed) {
+    if FUNC_SLOW.load(Ordering::Relaxed) & FUNC_PID_FILTER == 0 {
         return true;
     }
     let pid = crate::sched::current_pid();
@@ -90,42 +105,70 @@ extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, op: &FtraceOps
 }
 
 /// The recording part of [`function_trace_call`] (same arguments).
+///
+/// The fast path is the common case: no pid filter, no func_stack_trace,
+/// and a caller not hijacked by function_graph. It reserves, fills with
+/// three stores (the header word from [`trace_entry_word`]) and commits. Anything else goes to
+/// [`function_trace_record_slow`], out of line, so that its registers and
+/// code do not weigh on the fast path.
 extern "C" fn function_trace_record(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
     let Some(tr) = global_trace() else { return };
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
-    if pid_allowed() {
-        // SAFETY: ftrace_caller passes the address of the stack slot
-        // holding the traced function's return address.
-        let mut parent_ip = unsafe { *parent_slot };
-        // A caller hijacked by function_graph returns to
-        // return_to_handler: report the real caller (Linux:
-        // ftrace_graph_ret_addr in function_trace_call).
-        if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
-            parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
-        }
-        let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
-        trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| encode_fn_entry(buf, &ent, ip, parent_ip));
-        if STACK_TRACE.load(Ordering::Relaxed) {
-            trace_stack(2);
-        }
+    // SAFETY: ftrace_caller passes the address of the stack slot holding
+    // the traced function's return address.
+    let parent_ip = unsafe { *parent_slot };
+    if FUNC_SLOW.load(Ordering::Relaxed) == 0
+        && parent_ip != crate::arch::fgraph::return_to_handler_addr()
+    {
+        // The header word is sampled inside `fill`, after the reservation:
+        // the context it reads (irqs, depths, preempt_count, current) is
+        // this context's own, which an interrupt in between leaves as it
+        // found it, and this way no part of it is live across the
+        // reservation (one callee-saved register less).
+        trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
+            encode_fn_entry(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
+        });
+    } else {
+        function_trace_record_slow(tr, ip, parent_slot);
     }
     recursion::unlock(bit);
+}
+
+/// [`function_trace_record`] with a pid filter, func_stack_trace, or a
+/// caller hijacked by function_graph (recursion bit already held).
+#[cold]
+#[inline(never)]
+fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slot: *mut u64) {
+    if !pid_allowed() {
+        return;
+    }
+    // SAFETY: as in function_trace_record.
+    let mut parent_ip = unsafe { *parent_slot };
+    // A caller hijacked by function_graph returns to return_to_handler:
+    // report the real caller (Linux: ftrace_graph_ret_addr in
+    // function_trace_call).
+    if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
+        parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
+    }
+    let header = trace_entry_word(TRACE_FN);
+    trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
+        encode_fn_entry(buf, header, ip, parent_ip)
+    });
+    if FUNC_SLOW.load(Ordering::Relaxed) & FUNC_STACK_TRACE != 0 {
+        trace_stack(2);
+    }
 }
 
 /// Writes a TRACE_FN record into `buf`, byte for byte what
 /// `FtraceEntry::encode` writes (header, ip, parent_ip), as three stores.
 #[inline(always)]
-fn encode_fn_entry(buf: &mut [u8], ent: &TraceEntry, ip: u64, parent_ip: u64) {
+fn encode_fn_entry(buf: &mut [u8], header: u64, ip: u64, parent_ip: u64) {
     let Some(b) = buf.first_chunk_mut::<{ FtraceEntry::SIZE }>() else {
         buf.fill(0);
         return;
     };
-    let header = u64::from(TRACE_FN)
-        | u64::from(ent.flags) << 16
-        | u64::from(ent.preempt_count) << 24
-        | u64::from(ent.pid as u32) << 32;
     b[0..8].copy_from_slice(&header.to_le_bytes());
     b[8..16].copy_from_slice(&ip.to_le_bytes());
     b[16..24].copy_from_slice(&parent_ip.to_le_bytes());
@@ -222,7 +265,7 @@ static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
 fn function_trace_init() -> Result<(), Errno> {
     let wanted = wanted_by_filter(&FILTER.lock());
     FUNCTION_OPS.set_wanted(&wanted);
-    STACK_TRACE.store(stack_trace_option(), Ordering::Relaxed);
+    set_func_slow(FUNC_STACK_TRACE, stack_trace_option());
     ftrace::register_ftrace_function(&FUNCTION_OPS)?;
     FUNCTION_ACTIVE.store(true, Ordering::Relaxed);
     Ok(())
@@ -239,7 +282,7 @@ fn stack_trace_option() -> bool {
 
 /// Called when an option changes: keeps the callback's copy current.
 pub fn options_changed() {
-    STACK_TRACE.store(stack_trace_option(), Ordering::Relaxed);
+    set_func_slow(FUNC_STACK_TRACE, stack_trace_option());
     super::graph::options_changed();
 }
 
@@ -284,7 +327,7 @@ fn pid_store_all(f: &PidFilter) {
     for (slot, pid) in PIDS.iter().zip(pids.iter().map(|&p| p as u32).chain(core::iter::repeat(u32::MAX))) {
         slot.store(pid, Ordering::Relaxed);
     }
-    PID_FILTER_ON.store(!pids.is_empty(), Ordering::SeqCst);
+    set_func_slow(FUNC_PID_FILTER, !pids.is_empty());
 }
 
 fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {

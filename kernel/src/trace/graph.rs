@@ -43,8 +43,7 @@ use super::fgraph::{
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry, tracing_gen_ctx_dec,
-    KernelSymbols, TaskTable, TraceArray,
+    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry_word, KernelSymbols, TaskTable, TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -55,6 +54,27 @@ static MAX_DEPTH: AtomicU32 = AtomicU32::new(0);
 static TRACING_THRESH: AtomicU64 = AtomicU64::new(0);
 /// `funcgraph-irqs` is off (Linux: ftrace_graph_skip_irqs).
 static SKIP_IRQS: AtomicBool = AtomicBool::new(false);
+
+/// True while any of the entry filters above, `set_graph_function` or
+/// `set_graph_notrace` is in force: the entry hook then runs every test in
+/// Linux's order; otherwise (the common case) one load says none applies.
+/// Recomputed from the sources by [`update_graph_slow`] after each change.
+static GRAPH_SLOW: AtomicBool = AtomicBool::new(false);
+/// Serialises [`update_graph_slow`].
+static GRAPH_SLOW_LOCK: Mutex<()> = Mutex::new(());
+
+/// Recomputes [`GRAPH_SLOW`]; called after storing a new value in one of
+/// its sources. Under a lock, so that the last recomputation, which sees
+/// every store made before it, is the one that stays.
+fn update_graph_slow() {
+    let _g = GRAPH_SLOW_LOCK.lock();
+    let slow = !GRAPH_HASH.is_empty()
+        || !NOTRACE_HASH.is_empty()
+        || MAX_DEPTH.load(Ordering::SeqCst) != 0
+        || SKIP_IRQS.load(Ordering::SeqCst)
+        || TRACING_THRESH.load(Ordering::SeqCst) != 0;
+    GRAPH_SLOW.store(slow, Ordering::SeqCst);
+}
 
 /// A set of records readable without a lock by the entry callback
 /// (Linux: ftrace_graph_hash / ftrace_graph_notrace_hash, under RCU).
@@ -88,6 +108,7 @@ impl GraphHash {
             word.store(bits, Ordering::Relaxed);
         }
         self.nonempty.store(!f.hash.is_empty(), Ordering::SeqCst);
+        update_graph_slow();
     }
 
     #[inline(always)]
@@ -141,7 +162,27 @@ fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
 }
 
 /// The entry hook (Linux: trace_graph_entry). True: hijack the return.
+///
+/// Fast path: with no filter in force ([`GRAPH_SLOW`] clear, no pid
+/// filter) and this task inside neither a set_graph_function nor a
+/// set_graph_notrace call (no task bit set), every test of
+/// [`trace_graph_entry_filtered`] passes (a depth is never negative), so
+/// the event is recorded straight away.
 fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if !GRAPH_SLOW.load(Ordering::Relaxed)
+        && rs.bits.load(Ordering::Relaxed) == 0
+        && trace.depth >= 0
+        && super::functions::pid_allowed()
+    {
+        return trace_graph_record_entry(trace);
+    }
+    trace_graph_entry_filtered(trace, rs)
+}
+
+/// [`trace_graph_entry`] with its tests, in Linux's order.
+#[cold]
+#[inline(never)]
+fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     if rs.bits.load(Ordering::Relaxed) & task_bits::NOTRACE != 0 {
         return false;
     }
@@ -166,6 +207,12 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     if TRACING_THRESH.load(Ordering::Relaxed) != 0 {
         return true;
     }
+    trace_graph_record_entry(trace)
+}
+
+/// Records the entry event (the end of Linux's trace_graph_entry).
+#[inline(always)]
+fn trace_graph_record_entry(trace: &FtraceGraphEnt) -> bool {
     // Linux returns 0 when the ring buffer refuses the event (recording off).
     if !control::tracing_is_on() {
         return false;
@@ -173,17 +220,44 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     let Some(tr) = global_trace() else {
         return false;
     };
-    let ent = trace_entry(TRACE_GRAPH_ENT, tracing_gen_ctx_dec());
-    let e = GraphEntEntry {
-        ent,
-        func: trace.func,
-        depth: trace.depth,
-    };
-    // Recorded at the call time already read; `encode` writes every
-    // byte, so the payload needs no clearing first.
+    // Recorded at the call time already read; the encoder writes every
+    // byte, so the payload needs no clearing first. The header word is
+    // sampled after the reservation (see function_trace_record).
     trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
-        let _ = e.encode(buf);
+        encode_graph_ent(buf, trace_entry_word(TRACE_GRAPH_ENT), trace.func, trace.depth)
     })
+}
+
+/// Writes a TRACE_GRAPH_ENT record, byte for byte what
+/// `GraphEntEntry::encode` writes (header, func, depth), inlined into the
+/// entry hook (`tests/graph` decodes every event with the tracer crate,
+/// and the boot check of `trace_entry_word` covers the header).
+#[inline(always)]
+fn encode_graph_ent(buf: &mut [u8], header: u64, func: u64, depth: i32) {
+    let Some(b) = buf.first_chunk_mut::<{ GraphEntEntry::SIZE }>() else {
+        buf.fill(0);
+        return;
+    };
+    b[0..8].copy_from_slice(&header.to_le_bytes());
+    b[8..16].copy_from_slice(&func.to_le_bytes());
+    b[16..20].copy_from_slice(&depth.to_le_bytes());
+}
+
+/// Writes a TRACE_GRAPH_RET record, byte for byte what
+/// `GraphRetEntry::encode` writes (header, func, depth, overrun, calltime,
+/// rettime).
+#[inline(always)]
+fn encode_graph_ret(buf: &mut [u8], header: u64, trace: &FtraceGraphRet) {
+    let Some(b) = buf.first_chunk_mut::<{ GraphRetEntry::SIZE }>() else {
+        buf.fill(0);
+        return;
+    };
+    b[0..8].copy_from_slice(&header.to_le_bytes());
+    b[8..16].copy_from_slice(&trace.func.to_le_bytes());
+    b[16..20].copy_from_slice(&trace.depth.to_le_bytes());
+    b[20..24].copy_from_slice(&trace.overrun.to_le_bytes());
+    b[24..32].copy_from_slice(&trace.calltime.to_le_bytes());
+    b[32..40].copy_from_slice(&trace.rettime.to_le_bytes());
 }
 
 /// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).
@@ -205,19 +279,10 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
         return;
     }
     let Some(tr) = global_trace() else { return };
-    let ent = trace_entry(TRACE_GRAPH_RET, tracing_gen_ctx_dec());
-    let r = GraphRetEntry {
-        ent,
-        func: trace.func,
-        depth: trace.depth,
-        overrun: trace.overrun,
-        calltime: trace.calltime,
-        rettime: trace.rettime,
-    };
-    // Recorded at the return time already read; `encode` writes every
+    // Recorded at the return time already read; the encoder writes every
     // byte, so the payload needs no clearing first.
     trace_buffer_write_at(tr, trace.rettime, GraphRetEntry::SIZE, |buf| {
-        let _ = r.encode(buf);
+        encode_graph_ret(buf, trace_entry_word(TRACE_GRAPH_RET), trace)
     });
 }
 
@@ -283,6 +348,7 @@ pub fn options_changed() {
     if let Some(tr) = global_trace() {
         let flags = tr.options.lock().tracer_flags(TracerKind::FunctionGraph);
         SKIP_IRQS.store(flags & graph_flags::PRINT_IRQS == 0, Ordering::Relaxed);
+        update_graph_slow();
     }
 }
 
@@ -420,6 +486,7 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
         || format!("{}\n", MAX_DEPTH.load(Ordering::Relaxed) as i32),
         Some(|text: &str| {
             MAX_DEPTH.store(parse_ulong(text)? as u32, Ordering::Relaxed);
+            update_graph_slow();
             Ok(())
         }),
     )?;
@@ -430,6 +497,7 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
         || format!("{}\n", TRACING_THRESH.load(Ordering::Relaxed) / 1000),
         Some(|text: &str| {
             TRACING_THRESH.store(parse_ulong(text)?.wrapping_mul(1000), Ordering::Relaxed);
+            update_graph_slow();
             Ok(())
         }),
     )?;

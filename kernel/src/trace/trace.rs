@@ -127,6 +127,58 @@ pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
     TraceEntry::new(type_, ctx, pid as i32)
 }
 
+/// The 8-byte `struct trace_entry` of an event of `type_` by the running
+/// task in this context, as the little-endian word the ring buffer stores:
+/// `type | flags << 16 | preempt_count << 24 | pid << 32`. The same bits as
+/// `trace_entry(type_, tracing_gen_ctx_dec())` encoded (checked at boot by
+/// `check_trace_entry_word`), with one branch (no task yet). The writers
+/// call it inside their `fill`, after the reservation, so that none of its
+/// parts is live (or spilled) across the reservation; sampling after the
+/// reservation instead of before (Linux) changes nothing, see below.
+///
+/// Interrupts between two of its loads: an interrupt returns with the
+/// depths, `preempt_count` and `current` as it found them (a task switch
+/// cannot happen: preemption is off), so each load sees the value of this
+/// context, as one sample would. `need_resched` may be set by an interrupt
+/// between two loads; the flag then reads as if sampled after it, which a
+/// single sample could equally have seen.
+#[inline(always)]
+pub fn trace_entry_word(type_: u16) -> u64 {
+    use tracer::entry::trace_flag::{
+        TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED,
+    };
+    let rflags: u64;
+    // SAFETY: reads RFLAGS only (as arch::irqs_enabled).
+    unsafe {
+        core::arch::asm!("pushfq; pop {}", out(reg) rflags, options(nomem, preserves_flags))
+    };
+    // RFLAGS.IF is bit 9: IRQS_OFF (bit 0) is its complement.
+    let irqs_off = (!rflags >> 9) & 1;
+    let hardirq = u64::from(percpu::this_cpu_irq_exception_depth() as u32 != 0);
+    let need_resched = u64::from(percpu::this_cpu_need_resched() != 0);
+    let flags = (irqs_off * u64::from(TRACE_FLAG_IRQS_OFF))
+        | (hardirq * u64::from(TRACE_FLAG_HARDIRQ))
+        | (need_resched * u64::from(TRACE_FLAG_NEED_RESCHED));
+    let depth = percpu::this_cpu_preempt_count().saturating_sub(1).min(15);
+    let task = percpu::this_cpu_current() as *const crate::sched::Task;
+    // SAFETY: `current` is null or the running task, which stays alive
+    // while it runs (as in sched::current_pid).
+    let pid = unsafe { task.as_ref() }.map_or(0, |t| t.pid);
+    u64::from(type_) | flags << 16 | u64::from(depth) << 24 | u64::from(pid) << 32
+}
+
+/// Boot-time check that [`trace_entry_word`] and the `tracer` crate's
+/// encoding of `trace_entry(type_, tracing_gen_ctx_dec())` agree, in the
+/// context it runs in (returns the two words if they differ).
+pub fn check_trace_entry_word() -> Result<(), (u64, u64)> {
+    let word = trace_entry_word(tracer::entry::TRACE_FN);
+    let ent = trace_entry(tracer::entry::TRACE_FN, tracing_gen_ctx_dec());
+    let mut b = [0u8; 8];
+    let _ = ent.encode(&mut b);
+    let want = u64::from_le_bytes(b);
+    if word == want { Ok(()) } else { Err((word, want)) }
+}
+
 /// Set by writers, cleared by the timer tick, which wakes `trace_pipe`
 /// readers (Linux defers the wake-up to irq_work the same way: a writer must
 /// not take the wait queue's lock).
@@ -375,6 +427,10 @@ pub fn init() {
         nr_cpus: nr,
     });
     let _ = tr;
+    // The hot paths' header word must be the one the printer decodes.
+    if let Err((word, want)) = check_trace_entry_word() {
+        panic!("trace_entry_word {word:#x} differs from trace_entry {want:#x}");
+    }
     control::set_trace_buffer(&GLOBAL_BUFFER);
 }
 

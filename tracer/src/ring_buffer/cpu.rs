@@ -302,7 +302,12 @@ impl RingBufferPerCpu {
         if let Some(r) = self.rb_reserve_fast(len, length, ts) {
             return Some(r);
         }
-        self.rb_reserve_slow(len, length, ts, overwrite)
+        // The slow path reserves exactly `len` bytes too; saying so here
+        // keeps the length a compile-time constant for the caller's fill
+        // (no bounds check merging the two paths).
+        let r = self.rb_reserve_slow(len, length, ts, overwrite)?;
+        debug_assert_eq!(r.len, len);
+        Some(Reserved { len, ..r })
     }
 
     /// The common case of `__rb_reserve_next` in one pass, with no loop and
@@ -340,15 +345,21 @@ impl RingBufferPerCpu {
             .write
             .compare_exchange(wv, wv + length, SeqCst, Relaxed)
             .ok()?;
+        // The event's address, taken once here: the `local_*` counters
+        // below are asm statements, after which the compiler would load the
+        // page's data pointer again for each use.
+        let event = tail_page.data_ptr(w);
         local_inc!(tail_page, BufferPage, entries);
         local_add!(self, RingBufferPerCpu, entries_bytes, length);
         let (h, a) = data_event_header(length, delta as u32);
         // SAFETY: [w, w + length) was reserved by our cmpxchg and
-        // w + length <= BUF_PAGE_SIZE.
+        // w + length <= BUF_PAGE_SIZE, so `event` points at `length` bytes
+        // that only this writer touches until it commits (the words are
+        // 4-byte aligned in the page; written unaligned all the same).
         unsafe {
-            tail_page.write_u32(w, h);
+            event.cast::<u32>().write_unaligned(h.to_le());
             if let Some(a) = a {
-                tail_page.write_u32(w + 4, a);
+                event.add(4).cast::<u32>().write_unaligned(a.to_le());
             }
         }
         #[cfg(all(test, not(loom)))]
@@ -356,7 +367,8 @@ impl RingBufferPerCpu {
         self.write_stamp.store(ts, Relaxed);
         Some(Reserved {
             ts,
-            data: tail_page.data_ptr(w + data_off),
+            // SAFETY: data_off < length, inside the reserved range.
+            data: unsafe { event.add(data_off) },
             len,
         })
     }
@@ -395,6 +407,7 @@ impl RingBufferPerCpu {
     /// # Safety
     /// `r` came from `lock_reserve` on this CPU and is not committed yet, and
     /// no other view of it exists.
+    #[inline(always)]
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn reserved_mut(&self, r: &Reserved) -> &mut [u8] {
         // SAFETY: `r.data` points at `r.len` bytes inside a page of this

@@ -223,7 +223,7 @@ impl Reservation<'_> {
     /// The payload bytes (exactly the `len` asked for; the event on the page
     /// is padded with zeros to a multiple of 4). They hold whatever the page
     /// held before: the writer must fill them all.
-    #[inline]
+    #[inline(always)]
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: `self.r` is an uncommitted reservation of this CPU and the
         // returned borrow is tied to `&mut self`, so no two views exist.
@@ -238,7 +238,9 @@ impl Reservation<'_> {
 }
 
 impl Drop for Reservation<'_> {
-    #[inline]
+    // Always inlined, as `lock_reserve`: the commit is part of every
+    // writer's hot path.
+    #[inline(always)]
     fn drop(&mut self) {
         self.cpu.unlock_commit();
     }
@@ -272,7 +274,7 @@ impl RingBuffer {
         self.cpus.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn cpu(&self, cpu: usize) -> Option<&RingBufferPerCpu> {
         self.cpus.get(cpu)
     }
@@ -402,7 +404,10 @@ impl RingBuffer {
     /// and `cpu` is the current CPU; on the host, only one thread writes to a
     /// given `cpu`. Reservations on one CPU must be committed in reverse
     /// order (innermost first).
-    #[inline]
+    // Always inlined: for a fixed-size event the length and the fast
+    // path's tests are then compile-time constants (see
+    // `RingBufferPerCpu::rb_reserve_fast`).
+    #[inline(always)]
     pub unsafe fn lock_reserve(&self, cpu: usize, len: usize, ts: u64) -> Option<Reservation<'_>> {
         let c = self.cpu(cpu)?;
         let r = c.lock_reserve(len, ts, &self.overwrite, &self.record_disabled)?;
@@ -414,7 +419,7 @@ impl RingBuffer {
     }
 
     /// `ring_buffer_unlock_commit`.
-    #[inline]
+    #[inline(always)]
     pub fn unlock_commit(&self, res: Reservation<'_>) {
         drop(res);
     }
