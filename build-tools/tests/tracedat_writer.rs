@@ -270,3 +270,95 @@ fn dropped_events_are_reported() {
     };
     assert_eq!(ours, theirs);
 }
+
+/// The `events/ftrace/*/format` files trace.dat carries describe exactly the
+/// bytes the encoders write: every field read at the format's offset and
+/// size gives the value encoded, and the fields end where the record does
+/// (trace-cmd lays records out by the format alone; a field the format
+/// lacks or places wrongly misparses every event after it).
+#[test]
+fn formats_describe_the_encoded_bytes() {
+    use tracer::entry::{FtraceEntry, GraphEntEntry, GraphRetEntry, TraceEntry};
+    use tracer::events::{FtraceEvent, FUNCGRAPH_ENTRY, FUNCGRAPH_EXIT, FUNCTION};
+
+    fn field(ev: &FtraceEvent, rec: &[u8], name: &str) -> u64 {
+        let (f, off) = ev
+            .offsets()
+            .find(|(f, _)| f.name == name)
+            .unwrap_or_else(|| panic!("{} has no field {name}", ev.name));
+        let mut b = [0u8; 8];
+        let (off, size) = (off as usize, f.size as usize);
+        b[..size].copy_from_slice(&rec[off..off + size]);
+        u64::from_le_bytes(b)
+    }
+    fn end(ev: &FtraceEvent) -> usize {
+        ev.offsets()
+            .map(|(f, o)| (o + f.size) as usize)
+            .max()
+            .unwrap()
+    }
+    let ent = TraceEntry {
+        type_: 0,
+        flags: 0x81,
+        preempt_count: 2,
+        pid: 7,
+    };
+    let mut rec = [0u8; 64];
+
+    let n = FtraceEntry {
+        ent,
+        ip: 0xffff_ffff_8010_0004,
+        parent_ip: 0xffff_ffff_8020_0020,
+    }
+    .encode(&mut rec)
+    .unwrap();
+    assert_eq!(end(&FUNCTION), n);
+    assert_eq!(field(&FUNCTION, &rec, "ip"), 0xffff_ffff_8010_0004);
+    assert_eq!(field(&FUNCTION, &rec, "parent_ip"), 0xffff_ffff_8020_0020);
+
+    let n = GraphEntEntry {
+        ent,
+        func: 0xffff_ffff_8010_0000,
+        depth: 5,
+    }
+    .encode(&mut rec)
+    .unwrap();
+    assert_eq!(
+        end(&FUNCGRAPH_ENTRY),
+        n,
+        "funcgraph_entry: no field beyond func, depth"
+    );
+    assert_eq!(field(&FUNCGRAPH_ENTRY, &rec, "func"), 0xffff_ffff_8010_0000);
+    assert_eq!(field(&FUNCGRAPH_ENTRY, &rec, "depth"), 5);
+
+    let r = GraphRetEntry {
+        ent,
+        func: 0xffff_ffff_8010_0000,
+        depth: 3,
+        overrun: 9,
+        calltime: 1_000_000_123,
+        rettime: 1_000_456_789,
+    };
+    let n = r.encode(&mut rec).unwrap();
+    assert_eq!(end(&FUNCGRAPH_EXIT), n);
+    for (name, v) in [
+        ("func", r.func),
+        ("depth", 3),
+        ("overrun", 9),
+        ("calltime", r.calltime),
+        ("rettime", r.rettime),
+    ] {
+        assert_eq!(
+            field(&FUNCGRAPH_EXIT, &rec, name),
+            v,
+            "funcgraph_exit.{name}"
+        );
+    }
+    // The common header, at the offsets every format file prints.
+    assert_eq!(
+        u16::from_le_bytes([rec[0], rec[1]]),
+        tracer::entry::TRACE_GRAPH_RET
+    );
+    assert_eq!((rec[2], rec[3]), (0x81, 2));
+    assert_eq!(i32::from_le_bytes(rec[4..8].try_into().unwrap()), 7);
+}

@@ -419,14 +419,15 @@ fn overhead(duration: Option<u64>) -> &'static str {
 }
 
 /// trace-ftrace.c `print_graph_duration`: µs with 3 decimals while the
-/// number has fewer than 7 digits, padded, then `|  `.
+/// number has fewer than 7 digits, padded, then `|  `. Unlike Linux's
+/// `print_graph_duration` (trace_functions_graph.c), which cuts the
+/// decimals so that the number keeps 7 digits in all (`12345.67 us`),
+/// trace-cmd computes that limit from its output position, which leaves
+/// all 3 decimals (`12345.678 us`); we print what trace-cmd prints.
 fn duration_text(d: u64) -> String {
     let mut s = format!("{}", d / 1000);
     if s.len() < 7 {
-        let ns = format!("{:03}", d % 1000);
-        let keep = (7 - s.len()).min(3);
-        s.push('.');
-        s.push_str(&ns[..keep]);
+        let _ = write!(s, ".{:03}", d % 1000);
     }
     let len = s.len();
     s.push_str(" us ");

@@ -116,6 +116,10 @@ pub fn events() -> Vec<(usize, u64, Vec<u8>)> {
         10_001,
         100_001,
         1_000_001,
+        // 5 and 6 digits of µs: trace-cmd still prints 3 decimals (Linux's
+        // own output keeps 7 digits in all: 12345.67).
+        12_345_678,
+        123_456_789,
         1_000_000_001,
         12_345_678_901_234,
     ];
