@@ -302,12 +302,18 @@ impl RingBufferPerCpu {
         if let Some(r) = self.rb_reserve_fast(len, length, ts) {
             return Some(r);
         }
-        // The slow path reserves exactly `len` bytes too; saying so here
-        // keeps the length a compile-time constant for the caller's fill
-        // (no bounds check merging the two paths).
-        let r = self.rb_reserve_slow(len, length, ts, overwrite)?;
-        debug_assert_eq!(r.len, len);
-        Some(Reserved { len, ..r })
+        // The slow path reserves exactly `len` bytes too; rebuilding the
+        // reservation here with the caller's `len` keeps the length a
+        // compile-time constant for the caller's fill (no bounds check
+        // where the two paths merge), and returning two words (in
+        // registers) instead of a `Reserved` (through memory) spares the
+        // caller a stack slot.
+        let (data, ts) = self.rb_reserve_slow(len, length, ts, overwrite)?;
+        Some(Reserved {
+            ts,
+            data: data.as_ptr(),
+            len,
+        })
     }
 
     /// The common case of `__rb_reserve_next` in one pass, with no loop and
@@ -383,9 +389,18 @@ impl RingBufferPerCpu {
         length: usize,
         ts: u64,
         overwrite: &AtomicBool,
-    ) -> Option<Reserved> {
+    ) -> Option<(core::ptr::NonNull<u8>, u64)> {
         match self.rb_reserve_next_event(len, length, ts, overwrite.load(Relaxed)) {
-            Some(r) => Some(r),
+            Some(r) => {
+                debug_assert_eq!(r.len, len);
+                debug_assert!(!r.data.is_null());
+                // SAFETY: `r.data` comes from `BufferPage::data_ptr`, an
+                // address inside a live page, so it is not null. (Returning
+                // None here instead would leave a reserved, never committed
+                // event behind: not an option.)
+                let data = unsafe { core::ptr::NonNull::new_unchecked(r.data) };
+                Some((data, r.ts))
+            }
             None => {
                 self.state.fetch_sub(1, Release);
                 None
