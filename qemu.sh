@@ -36,7 +36,9 @@ done
 if [ -n "${KTRACE_KERNEL:-}" ]; then
     KERNEL="$KTRACE_KERNEL"
 else
-    KERNEL="$("$ROOT/boot/build.sh" | tail -n 1)"
+    # One build at a time (the test harness and other shells share target/).
+    mkdir -p "$ROOT/target"
+    KERNEL="$(flock "$ROOT/target/build.lock" "$ROOT/boot/build.sh" | tail -n 1)"
 fi
 if [ "$BUILD_ONLY" = 1 ]; then
     echo "$KERNEL"
