@@ -34,12 +34,13 @@ Commands:
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
   crash                    panic on purpose (to see a kernel panic report)
+  calltree [N]             run a small fixed call tree N times (function_graph demo)
   ringbuf markers|resize|rawdump|bigmarker ...  ring buffer workloads (tests)
   ftrace_check             read every ftrace call site back and check it
   ftrace_stress [SECONDS]  SMP stress of code patching (default 30 s)
   ftrace_int3_test         hit a site while it is being patched (int3 path)
-  calltree [N]             run a small fixed call tree N times (function_graph demo)
   bench [steps]            cost of tracing per call/event/site (BENCHMARKS.md)
+  trace-export             send the trace buffers to the host over COM2 (ktrace)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README
 ";
@@ -69,6 +70,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "exit" => exit(args),
         "crash" => panic!("crash command typed in the shell"),
         "work" => super::work::run(args, out),
+        "calltree" => super::work::calltree(args, out),
         "ftrace_check" => {
             out.emit_str(cmd, &crate::trace::selftest::ftrace_check_text());
         }
@@ -77,7 +79,6 @@ pub fn run_command(argv: &[String], out: &mut Output) {
             let text = crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
             out.emit_str(cmd, &text);
         }
-        "calltree" => super::work::calltree(args, out),
         "trace-export" => crate::trace::export::command(args),
         "ringbuf" => crate::trace::buffer_files::command(args, out),
         "bench" => {
