@@ -25,7 +25,11 @@ struct InputRing {
 
 impl InputRing {
     const fn new() -> Self {
-        InputRing { buf: [0; INPUT_SIZE], head: 0, len: 0 }
+        InputRing {
+            buf: [0; INPUT_SIZE],
+            head: 0,
+            len: 0,
+        }
     }
     fn push(&mut self, b: u8) {
         if self.len < INPUT_SIZE {

@@ -40,7 +40,12 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     if info.magic != HVM_START_MAGIC {
         panic!("bad PVH start info magic {:#x}", info.magic);
     }
-    let mut memmap = [MemmapEntry { addr: 0, size: 0, kind: 0, reserved: 0 }; 64];
+    let mut memmap = [MemmapEntry {
+        addr: 0,
+        size: 0,
+        kind: 0,
+        reserved: 0,
+    }; 64];
     let entries = (info.memmap_entries as usize).min(memmap.len());
     for (i, e) in memmap.iter_mut().take(entries).enumerate() {
         *e = read_phys(info.memmap_paddr + i as u64 * 24);
@@ -50,7 +55,11 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     let (heap_pa, heap_size) = arch::paging::take_largest_block(16 << 20);
     mm::heap::init(arch::paging::phys_to_virt(heap_pa), heap_size);
     CMDLINE.call_once(|| read_cstr(info.cmdline_paddr));
-    println!("memory: {} MiB heap, command line: \"{}\"", heap_size >> 20, self::cmdline());
+    println!(
+        "memory: {} MiB heap, command line: \"{}\"",
+        heap_size >> 20,
+        self::cmdline()
+    );
 
     arch::gdt::init();
     arch::idt::init();
@@ -69,7 +78,12 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
         .find(|o| o.0 == 4)
         .map(|o| (o.1, o.2))
         .unwrap_or((4, 0));
-    arch::apic::route_irq(gsi - madt.ioapic_gsi_base, arch::apic::SERIAL_VECTOR, arch::apic::lapic_id(), flags);
+    arch::apic::route_irq(
+        gsi - madt.ioapic_gsi_base,
+        arch::apic::SERIAL_VECTOR,
+        arch::apic::lapic_id(),
+        flags,
+    );
     // Input typed before the route existed raised no interrupt: collect it now.
     console::serial_interrupt();
 

@@ -4,8 +4,8 @@
 //! Every wait is bounded: a test fails with the whole console log when the
 //! expected text does not appear in time. Nothing sleeps for a fixed time.
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
@@ -18,7 +18,10 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Builds the kernel for `mode` ("mcount" or "fentry") once per test process
@@ -41,7 +44,13 @@ pub fn kernel_elf(mode: &str) -> PathBuf {
         .expect("cannot run boot/build.sh");
     assert!(out.status.success(), "boot/build.sh failed for mode {mode}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = PathBuf::from(stdout.lines().last().expect("build.sh printed nothing").trim());
+    let path = PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("build.sh printed nothing")
+            .trim(),
+    );
     built.push((mode.to_string(), path.clone()));
     path
 }
@@ -82,7 +91,10 @@ impl Kernel {
             .spawn()
             .expect("cannot start qemu.sh");
         let mut stdout = child.stdout.take().unwrap();
-        let shared = Arc::new(Shared { bytes: Mutex::new((Vec::new(), false)), cond: Condvar::new() });
+        let shared = Arc::new(Shared {
+            bytes: Mutex::new((Vec::new(), false)),
+            cond: Condvar::new(),
+        });
         let reader = shared.clone();
         thread::spawn(move || {
             let mut buf = [0u8; 4096];
@@ -99,7 +111,12 @@ impl Kernel {
             }
         });
         let stdin = child.stdin.take();
-        let mut k = Kernel { child, stdin, shared, cursor: 0 };
+        let mut k = Kernel {
+            child,
+            stdin,
+            shared,
+            cursor: 0,
+        };
         k.wait_prompt(BOOT_TIMEOUT);
         k
     }
@@ -118,7 +135,12 @@ impl Kernel {
 
     /// Waits until `pred` finds a match in the unread output; returns the
     /// end offset of the match. Panics with the log after `timeout`.
-    fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&[u8]) -> Option<usize>) -> usize {
+    fn wait_for(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&[u8]) -> Option<usize>,
+    ) -> usize {
         let deadline = Instant::now() + timeout;
         let mut g = self.shared.bytes.lock().unwrap();
         loop {
@@ -131,7 +153,11 @@ impl Kernel {
                 drop(g);
                 panic!(
                     "timed out ({}) waiting for {what:?}\n----- console log -----\n{log}\n-----",
-                    if g_closed(&self.shared) { "QEMU exited" } else { "deadline" }
+                    if g_closed(&self.shared) {
+                        "QEMU exited"
+                    } else {
+                        "deadline"
+                    }
                 );
             }
             g = self.shared.cond.wait_timeout(g, deadline - now).unwrap().0;
@@ -142,7 +168,9 @@ impl Kernel {
     /// including it.
     pub fn expect(&mut self, text: &str, timeout: Duration) -> String {
         let needle = text.as_bytes().to_vec();
-        let end = self.wait_for(text, timeout, |hay| find(hay, &needle).map(|i| i + needle.len()));
+        let end = self.wait_for(text, timeout, |hay| {
+            find(hay, &needle).map(|i| i + needle.len())
+        });
         let out = self.slice(self.cursor, end);
         self.cursor = end;
         out
@@ -188,12 +216,19 @@ impl Kernel {
             }
             if Instant::now() >= deadline {
                 let _ = self.child.kill();
-                panic!("QEMU did not exit in {timeout:?}\n----- console log -----\n{}", self.log());
+                panic!(
+                    "QEMU did not exit in {timeout:?}\n----- console log -----\n{}",
+                    self.log()
+                );
             }
             // Wake up when the console closes, or re-check in 50 ms.
             let g = self.shared.bytes.lock().unwrap();
             if !g.1 {
-                let _ = self.shared.cond.wait_timeout(g, Duration::from_millis(50)).unwrap();
+                let _ = self
+                    .shared
+                    .cond
+                    .wait_timeout(g, Duration::from_millis(50))
+                    .unwrap();
             } else {
                 drop(g);
                 let _ = self.child.wait();
@@ -231,7 +266,10 @@ fn prompt_end(hay: &[u8]) -> Option<usize> {
     if !hay.ends_with(b" # ") {
         return None;
     }
-    let line_start = hay[..hay.len() - 3].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_start = hay[..hay.len() - 3]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
     let line = &hay[line_start..hay.len() - 3];
     (line.first() == Some(&b'/') && !line.contains(&b' ')).then_some(hay.len())
 }

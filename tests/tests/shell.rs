@@ -169,7 +169,10 @@ fn tracefs_control_files_and_workloads() {
     assert_eq!(k.run("ls /sys/kernel/tracing"), k.run("ls /tracing"));
 
     // Newest tracer first, nop last, as Linux lists them.
-    assert_eq!(clean(&k.run("cat /tracing/available_tracers")), "function_graph function nop\n");
+    assert_eq!(
+        clean(&k.run("cat /tracing/available_tracers")),
+        "function_graph function nop\n"
+    );
     assert_eq!(clean(&k.run("cat /tracing/current_tracer")), "nop\n");
     assert_eq!(
         clean(&k.run("echo foo > /tracing/current_tracer")),

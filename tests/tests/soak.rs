@@ -6,7 +6,10 @@ use std::time::Duration;
 use tests::Kernel;
 
 fn check_summary(out: &str) {
-    let line = out.lines().find(|l| l.starts_with("work all:")).unwrap_or_else(|| panic!("no summary: {out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("work all:"))
+        .unwrap_or_else(|| panic!("no summary: {out}"));
     assert!(line.contains(" 0 errors"), "{line}");
     assert!(line.contains("on 4 cpus"), "{line}");
 }

@@ -4,14 +4,14 @@
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
-pub mod crc32;
-pub mod kallsyms;
 pub mod bench;
-pub mod ring_buffer;
+pub mod crc32;
 pub mod entry;
 pub mod errno;
 pub mod events;
 pub mod filter;
 pub mod graph;
+pub mod kallsyms;
 pub mod options;
 pub mod output;
+pub mod ring_buffer;

@@ -19,7 +19,10 @@ static HEAP: KernelHeap = KernelHeap(Mutex::new(Heap::empty()));
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         arch::without_interrupts(|| {
-            self.0.lock().allocate_first_fit(layout).map_or(core::ptr::null_mut(), |p| p.as_ptr())
+            self.0
+                .lock()
+                .allocate_first_fit(layout)
+                .map_or(core::ptr::null_mut(), |p| p.as_ptr())
         })
     }
 

@@ -34,8 +34,11 @@ struct RunQueue {
     tasks: VecDeque<Arc<Task>>,
 }
 
-static RUNQUEUES: [Mutex<RunQueue>; percpu::MAX_CPUS] =
-    [const { Mutex::new(RunQueue { tasks: VecDeque::new() }) }; percpu::MAX_CPUS];
+static RUNQUEUES: [Mutex<RunQueue>; percpu::MAX_CPUS] = [const {
+    Mutex::new(RunQueue {
+        tasks: VecDeque::new(),
+    })
+}; percpu::MAX_CPUS];
 static IDLE: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; percpu::MAX_CPUS];
 /// The task switched away from, for `finish_task_switch` on this CPU.
 static PREV: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; percpu::MAX_CPUS];
@@ -61,7 +64,11 @@ impl JoinHandle {
     pub fn join(self) {
         let task = self.task.clone();
         // wait_until returns early on Ctrl-C; a join waits for the exit anyway.
-        while !self.task.exit_wait.wait_until(|| task.state() == TaskState::Dead) {}
+        while !self
+            .task
+            .exit_wait
+            .wait_until(|| task.state() == TaskState::Dead)
+        {}
     }
 }
 
@@ -108,7 +115,9 @@ fn adopt_idle(cpu: usize) {
     idle.on_cpu.store(true, Ordering::Relaxed);
     let ptr = Arc::into_raw(idle);
     IDLE[cpu].store(ptr as usize, Ordering::Relaxed);
-    percpu::this_cpu().current.store(ptr as usize, Ordering::Relaxed);
+    percpu::this_cpu()
+        .current
+        .store(ptr as usize, Ordering::Relaxed);
 }
 
 fn push_num(s: &mut String, n: usize) {
@@ -129,8 +138,15 @@ pub fn run_idle(cpu: usize) -> ! {
 
 fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: F) -> JoinHandle {
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
-    let task = Arc::new(Task::new(pid, name, Some(alloc::boxed::Box::new(f)), cpu.is_some()));
-    let target = cpu.filter(|&c| c < arch::nr_cpus()).unwrap_or_else(least_loaded_cpu);
+    let task = Arc::new(Task::new(
+        pid,
+        name,
+        Some(alloc::boxed::Box::new(f)),
+        cpu.is_some(),
+    ));
+    let target = cpu
+        .filter(|&c| c < arch::nr_cpus())
+        .unwrap_or_else(least_loaded_cpu);
     task.cpu.store(target, Ordering::Relaxed);
     crate::trace::trace::trace_save_cmdline(pid, task.comm());
     arch::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
@@ -198,7 +214,10 @@ fn schedule_locked_irqs() {
         if prev.state() == TaskState::Runnable {
             // Still runnable: back to the end of the queue.
             // SAFETY: prev is alive and TASKS holds an Arc to it.
-            RUNQUEUES[cpu].lock().tasks.push_back(unsafe { clone_arc(prev_ptr) });
+            RUNQUEUES[cpu]
+                .lock()
+                .tasks
+                .push_back(unsafe { clone_arc(prev_ptr) });
         } else {
             prev.queued.store(false, Ordering::Release);
         }
@@ -303,7 +322,8 @@ pub fn timer_tick() {
         crate::trace::trace::trace_wakeup_tick();
     }
     let ticks = TICKS[cpu].fetch_add(1, Ordering::Relaxed) + 1;
-    let idle = IDLE[cpu].load(Ordering::Relaxed) == percpu::this_cpu().current.load(Ordering::Relaxed);
+    let idle =
+        IDLE[cpu].load(Ordering::Relaxed) == percpu::this_cpu().current.load(Ordering::Relaxed);
     if ticks >= TIME_SLICE_TICKS || idle {
         percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
     }
@@ -325,13 +345,17 @@ pub fn preempt_on_irq_exit() {
 /// Disables preemption on this CPU (nests; Linux: preempt_disable).
 #[inline]
 pub fn preempt_disable() {
-    percpu::this_cpu().preempt_count.fetch_add(1, Ordering::Relaxed);
+    percpu::this_cpu()
+        .preempt_count
+        .fetch_add(1, Ordering::Relaxed);
 }
 
 /// Re-enables preemption.
 #[inline]
 pub fn preempt_enable() {
-    percpu::this_cpu().preempt_count.fetch_sub(1, Ordering::Relaxed);
+    percpu::this_cpu()
+        .preempt_count
+        .fetch_sub(1, Ordering::Relaxed);
 }
 
 fn wake_sleepers() {

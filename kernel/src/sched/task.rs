@@ -59,7 +59,12 @@ unsafe impl Send for Task {}
 
 impl Task {
     /// A task; `entry` None makes a task that adopts the current stack (idle).
-    pub fn new(pid: Pid, name: &str, entry: Option<Box<dyn FnOnce() + Send>>, pinned: bool) -> Task {
+    pub fn new(
+        pid: Pid,
+        name: &str,
+        entry: Option<Box<dyn FnOnce() + Send>>,
+        pinned: bool,
+    ) -> Task {
         let mut comm = [0u8; 16];
         let n = name.len().min(15);
         comm[..n].copy_from_slice(&name.as_bytes()[..n]);

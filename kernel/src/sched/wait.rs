@@ -21,7 +21,9 @@ impl Default for WaitQueue {
 
 impl WaitQueue {
     pub const fn new() -> Self {
-        WaitQueue { waiters: Mutex::new(Vec::new()) }
+        WaitQueue {
+            waiters: Mutex::new(Vec::new()),
+        }
     }
 
     /// Blocks until `cond()` is true. `cond` is checked under the queue's lock,

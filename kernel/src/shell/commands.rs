@@ -76,7 +76,8 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         }
         "ftrace_stress" => ftrace_stress(args, out),
         "ftrace_int3_test" => {
-            let text = crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
+            let text =
+                crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
             out.emit_str(cmd, &text);
         }
         "trace-export" => crate::trace::export::command(args),
@@ -555,7 +556,8 @@ fn ftrace_stress(args: &[String], out: &mut Output) {
     };
     match ns {
         Some(ns) => {
-            let text = crate::trace::selftest::ftrace_stress(ns, ftrace_targets::ftrace_selftest_target);
+            let text =
+                crate::trace::selftest::ftrace_stress(ns, ftrace_targets::ftrace_selftest_target);
             out.emit_str("ftrace_stress", &text);
         }
         None => println!("ftrace_stress: invalid number '{}'", args[0]),

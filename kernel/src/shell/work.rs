@@ -421,14 +421,19 @@ pub fn calltree(args: &[String], out: &mut Output) {
     let [n, tasks] = nums;
     let run = move || (0..n).fold(0u64, |sum, i| sum.wrapping_add(calltree_root(black_box(i))));
     if tasks == 0 {
-        out.emit_str("calltree", &format!("calltree: {} iterations, result {}\n", n, run()));
+        out.emit_str(
+            "calltree",
+            &format!("calltree: {} iterations, result {}\n", n, run()),
+        );
         return;
     }
     let results: Vec<(JoinHandle, Arc<AtomicU64>)> = (0..tasks)
         .map(|t| {
             let result = Arc::new(AtomicU64::new(0));
             let r = result.clone();
-            let h = crate::sched::spawn(&format!("calltree/{}", t), move || r.store(run(), Ordering::SeqCst));
+            let h = crate::sched::spawn(&format!("calltree/{}", t), move || {
+                r.store(run(), Ordering::SeqCst)
+            });
             (h, result)
         })
         .collect();
@@ -440,8 +445,14 @@ pub fn calltree(args: &[String], out: &mut Output) {
         })
         .collect();
     let text = match values.iter().position(|&v| v != values[0]) {
-        None => format!("calltree: {} tasks x {} iterations, result {}\n", tasks, n, values[0]),
-        Some(t) => format!("calltree: MISMATCH: task 0 got {}, task {} got {}\n", values[0], t, values[t]),
+        None => format!(
+            "calltree: {} tasks x {} iterations, result {}\n",
+            tasks, n, values[0]
+        ),
+        Some(t) => format!(
+            "calltree: MISMATCH: task 0 got {}, task {} got {}\n",
+            values[0], t, values[t]
+        ),
     };
     out.emit_str("calltree", &text);
 }

@@ -434,7 +434,9 @@ impl OpenFile for TracePipe {
                     (_, Some(c)) => {
                         while text.len() < buf.len() && buffer.consume_event_cpu(c, &mut text) {}
                     }
-                    (Some(r), None) => while text.len() < buf.len() && r.consume_event(&mut text) {},
+                    (Some(r), None) => {
+                        while text.len() < buf.len() && r.consume_event(&mut text) {}
+                    }
                     (None, None) => {
                         while text.len() < buf.len() && buffer.consume_event(&mut text) {}
                     }
@@ -470,13 +472,20 @@ fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 /// Opens `trace_pipe` (`cpu` None) or `per_cpu/cpuN/trace_pipe` (Linux:
 /// `tracing_open_pipe`). A per-CPU pipe prints with the default printer:
 /// a tracer's own [`PipeReader`] follows all CPUs.
-pub fn trace_pipe_open_cpu(cpu: Option<usize>, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+pub fn trace_pipe_open_cpu(
+    cpu: Option<usize>,
+    flags: OpenFlags,
+) -> Result<Box<dyn OpenFile>, Errno> {
     let _guard = TRACE_TYPES_LOCK.lock();
     TRACE_REF.fetch_add(1, Ordering::SeqCst);
     let name = current_tracer().name;
     let open = match cpu {
         Some(_) => None,
-        None => PIPE_OPENERS.lock().iter().find(|(n, _)| *n == name).map(|(_, open)| *open),
+        None => PIPE_OPENERS
+            .lock()
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, open)| *open),
     };
     Ok(Box::new(TracePipe {
         pending: Vec::new(),

@@ -22,8 +22,8 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use spin::{Mutex, Once};
 
 use crate::arch::ftrace::{self as arch_ftrace, MCOUNT_INSN_SIZE, NOP5};
-use crate::arch::text_poke::{self, Emulate, PokeSite, TextPoke};
 use crate::arch::percpu;
+use crate::arch::text_poke::{self, Emulate, PokeSite, TextPoke};
 use crate::fs::Errno;
 
 /// The site calls the trampoline now (Linux: FTRACE_FL_ENABLED).
@@ -91,7 +91,10 @@ fn mcount_loc() -> &'static [u64] {
 fn ftrace_bug(ip: u64, expected: &[u8; 5], actual: &[u8; 5]) {
     FTRACE_DISABLED.store(true, Ordering::SeqCst);
     println!("------------[ cut here ]------------");
-    println!("WARNING: ftrace failed to modify {}", super::ksyms::describe(ip));
+    println!(
+        "WARNING: ftrace failed to modify {}",
+        super::ksyms::describe(ip)
+    );
     println!(" actual:   {}", hex(actual));
     println!(" expected: {}", hex(expected));
     println!("ftrace: code patching disabled");
@@ -127,7 +130,11 @@ pub fn ftrace_init() {
     ips.dedup();
     let count = ips.len();
     // 16-byte records, 256 to a 4 KiB page, as Linux's.
-    println!("ftrace: allocating {} entries in {} pages", count, count / 256 + 1);
+    println!(
+        "ftrace: allocating {} entries in {} pages",
+        count,
+        count / 256 + 1
+    );
     let mut records = Vec::with_capacity(count);
     {
         let mut poke = TextPoke::lock();
@@ -141,7 +148,10 @@ pub fn ftrace_init() {
                 return;
             }
             poke.write(ip, &NOP5);
-            records.push(DynFtrace { ip, flags: AtomicU32::new(0) });
+            records.push(DynFtrace {
+                ip,
+                flags: AtomicU32::new(0),
+            });
         }
     }
     text_poke::sync_core();
@@ -178,17 +188,27 @@ pub struct FtraceOps {
 
 impl FtraceOps {
     pub const fn new(name: &'static str, func: FtraceFunc) -> FtraceOps {
-        FtraceOps { func, name, wanted: Once::new() }
+        FtraceOps {
+            func,
+            name,
+            wanted: Once::new(),
+        }
     }
 
     fn bits(&self) -> &[AtomicU64] {
-        self.wanted.call_once(|| (0..records().len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+        self.wanted.call_once(|| {
+            (0..records().len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        })
     }
 
     /// True if this ops wants record `i`.
     #[inline]
     pub fn wants(&self, i: usize) -> bool {
-        self.bits().get(i / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+        self.bits()
+            .get(i / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
     }
 
     /// True if this ops wants the site at `ip` (Linux: ftrace_ops_test).
@@ -199,7 +219,10 @@ impl FtraceOps {
     /// Sets the records this ops wants (takes effect at the next update).
     pub fn set_wanted(&self, wanted: &[bool]) {
         for (w, chunk) in self.bits().iter().zip(wanted.chunks(64)) {
-            let word = chunk.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+            let word = chunk
+                .iter()
+                .enumerate()
+                .fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
             w.store(word, Ordering::Relaxed);
         }
     }
@@ -271,7 +294,10 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
     if OPS_SLOTS.iter().any(|s| s.load(Ordering::Relaxed) == p) {
         return Err(Errno::EBUSY);
     }
-    let slot = OPS_SLOTS.iter().find(|s| s.load(Ordering::Relaxed).is_null()).ok_or(Errno::ENOSPC)?;
+    let slot = OPS_SLOTS
+        .iter()
+        .find(|s| s.load(Ordering::Relaxed).is_null())
+        .ok_or(Errno::ENOSPC)?;
     let before = registered();
     slot.store(p, Ordering::Release);
     let after = registered();
@@ -286,7 +312,11 @@ pub fn unregister_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> 
         return Err(Errno::EINVAL);
     };
     let before = registered();
-    let after: Vec<_> = before.iter().copied().filter(|o| !core::ptr::eq(*o, ops)).collect();
+    let after: Vec<_> = before
+        .iter()
+        .copied()
+        .filter(|o| !core::ptr::eq(*o, ops))
+        .collect();
     // Patch first, with the ops still reachable; then drop it from the list.
     let r = update_locked(&before, &after);
     slot.store(core::ptr::null_mut(), Ordering::Release);
@@ -341,7 +371,11 @@ fn update_locked(before: &[&'static FtraceOps], after: &[&'static FtraceOps]) ->
                 ftrace_bug(rec.ip, &old, &actual);
                 return Err(Errno::EIO);
             }
-            sites.push(PokeSite { addr: rec.ip, new, emulate });
+            sites.push(PokeSite {
+                addr: rec.ip,
+                new,
+                emulate,
+            });
             nf ^= FTRACE_FL_ENABLED;
         }
         new_flags.push(nf);
@@ -366,9 +400,17 @@ pub fn ftrace_check_sites() -> (usize, usize) {
     for rec in records() {
         // SAFETY: a recorded site is 5 bytes of mapped kernel text.
         let actual = unsafe { core::ptr::read_unaligned(rec.ip as *const [u8; 5]) };
-        let expected = if rec.enabled() { arch_ftrace::ftrace_call_replace(rec.ip, caller) } else { Some(NOP5) };
+        let expected = if rec.enabled() {
+            arch_ftrace::ftrace_call_replace(rec.ip, caller)
+        } else {
+            Some(NOP5)
+        };
         if Some(actual) != expected {
-            println!("ftrace_check: {} holds {}", super::ksyms::describe(rec.ip), hex(&actual));
+            println!(
+                "ftrace_check: {} holds {}",
+                super::ksyms::describe(rec.ip),
+                hex(&actual)
+            );
             bad += 1;
         }
     }
@@ -450,7 +492,6 @@ pub fn int3_hits() -> usize {
     text_poke::int3_hits()
 }
 
-
 /// The tracefs files that list the records (Linux: ftrace_init_dyn_tracefs).
 pub fn init_tracefs(dir: &crate::fs::tracefs::Dentry) -> Result<(), Errno> {
     use crate::fs::tracefs::create_show;
@@ -469,7 +510,9 @@ pub fn init_tracefs(dir: &crate::fs::tracefs::Dentry) -> Result<(), Errno> {
         }
         out
     })?;
-    create_show(dir, "enabled_functions", || show_records(|r| r.refcount() > 0))?;
+    create_show(dir, "enabled_functions", || {
+        show_records(|r| r.refcount() > 0)
+    })?;
     create_show(dir, "touched_functions", || {
         show_records(|r| r.flags.load(Ordering::Relaxed) & FTRACE_FL_TOUCHED != 0)
     })?;

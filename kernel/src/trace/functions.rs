@@ -183,7 +183,11 @@ pub fn trace_stack(skip: usize) {
     let mut rbp = crate::arch::frame_pointer();
     let mut depth = 0;
     let mut graph_idx = 0;
-    while n < frames.len() && rbp >= 0xffff_8000_0000_0000 && rbp.is_multiple_of(8) && crate::arch::paging::is_mapped(rbp, 16) {
+    while n < frames.len()
+        && rbp >= 0xffff_8000_0000_0000
+        && rbp.is_multiple_of(8)
+        && crate::arch::paging::is_mapped(rbp, 16)
+    {
         // SAFETY: a mapped, aligned frame: saved rbp then return address.
         let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
         if ret == 0 {
@@ -202,7 +206,10 @@ pub fn trace_stack(skip: usize) {
         rbp = next;
     }
     let ent = trace_entry(TRACE_STACK, tracing_gen_ctx_dec());
-    let stack = StackEntry { ent, callers: frames[..n].to_vec() };
+    let stack = StackEntry {
+        ent,
+        callers: frames[..n].to_vec(),
+    };
     trace_buffer_write(tr, stack.encoded_len(), |buf| {
         let _ = stack.encode(buf);
     });
@@ -215,7 +222,9 @@ extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceO
     };
     if let Some(i) = ftrace::record_index(ip) {
         let actions = crate::arch::without_interrupts(|| {
-            FILTER.try_lock().map(|mut f| f.probe_hit(i, control::tracing_is_on()))
+            FILTER
+                .try_lock()
+                .map(|mut f| f.probe_hit(i, control::tracing_is_on()))
         });
         if let Some(a) = actions {
             if a.stacktrace {
@@ -241,7 +250,9 @@ pub(crate) fn apply_filter() -> Result<(), Errno> {
     let (traces, probes) = {
         let f = FILTER.lock();
         let p = f.probed_functions();
-        let probes: Vec<bool> = (0..ftrace::records().len()).map(|i| p.contains(i)).collect();
+        let probes: Vec<bool> = (0..ftrace::records().len())
+            .map(|i| p.contains(i))
+            .collect();
         (wanted_by_filter(&f), probes)
     };
     FUNCTION_OPS.set_wanted(&traces);
@@ -277,7 +288,9 @@ fn function_trace_reset() {
 }
 
 fn stack_trace_option() -> bool {
-    global_trace().is_some_and(|tr| tr.options.lock().tracer_flags(TracerKind::Function) & func_flags::STACK != 0)
+    global_trace().is_some_and(|tr| {
+        tr.options.lock().tracer_flags(TracerKind::Function) & func_flags::STACK != 0
+    })
 }
 
 /// Called when an option changes: keeps the callback's copy current.
@@ -307,7 +320,8 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
         }
         c
     });
-    let edit = move |f: &mut FtraceFilter, buf: &[u8]| Ok(f.write(file, false, buf, &RecordNames)?);
+    let edit =
+        move |f: &mut FtraceFilter, buf: &[u8]| Ok(f.write(file, false, buf, &RecordNames)?);
     let commit = |f: FtraceFilter| {
         *FILTER.lock() = f;
         if let Err(e) = apply_filter() {
@@ -319,12 +333,19 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
 
 /// The pids of a filter, from its text (one per line, or `no pid`).
 fn pids_of(f: &PidFilter) -> Vec<i32> {
-    f.read().lines().filter_map(|l| l.trim().parse().ok()).collect()
+    f.read()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
 }
 
 fn pid_store_all(f: &PidFilter) {
     let pids = pids_of(f);
-    for (slot, pid) in PIDS.iter().zip(pids.iter().map(|&p| p as u32).chain(core::iter::repeat(u32::MAX))) {
+    for (slot, pid) in PIDS.iter().zip(
+        pids.iter()
+            .map(|&p| p as u32)
+            .chain(core::iter::repeat(u32::MAX)),
+    ) {
         slot.store(pid, Ordering::Relaxed);
     }
     set_func_slow(FUNC_PID_FILTER, !pids.is_empty());
@@ -357,8 +378,12 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&FUNCTION_TRACE)?;
-    tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| regex_open(RegexFile::Filter, f))?;
-    tracefs::create_file(root, "set_ftrace_notrace", TRACE_MODE_WRITE, |f| regex_open(RegexFile::Notrace, f))?;
+    tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| {
+        regex_open(RegexFile::Filter, f)
+    })?;
+    tracefs::create_file(root, "set_ftrace_notrace", TRACE_MODE_WRITE, |f| {
+        regex_open(RegexFile::Notrace, f)
+    })?;
     tracefs::create_file(root, "set_ftrace_pid", TRACE_MODE_WRITE, pid_open)?;
     Ok(())
 }

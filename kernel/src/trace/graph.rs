@@ -43,7 +43,8 @@ use super::fgraph::{
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry_word, KernelSymbols, TaskTable, TraceArray,
+    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry_word, KernelSymbols,
+    TaskTable, TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -224,7 +225,12 @@ fn trace_graph_record_entry(trace: &FtraceGraphEnt) -> bool {
     // byte, so the payload needs no clearing first. The header word is
     // sampled after the reservation (see function_trace_record).
     trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
-        encode_graph_ent(buf, trace_entry_word(TRACE_GRAPH_ENT), trace.func, trace.depth)
+        encode_graph_ent(
+            buf,
+            trace_entry_word(TRACE_GRAPH_ENT),
+            trace.func,
+            trace.depth,
+        )
     })
 }
 

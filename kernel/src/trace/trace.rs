@@ -81,14 +81,20 @@ fn trace_clock_other(clock: u8) -> u64 {
 /// True if the current clock counts nanoseconds (timestamps print as s.us;
 /// Linux's `trace_clocks[].in_ns`).
 pub fn trace_clock_in_ns() -> bool {
-    !matches!(TRACE_CLOCK.load(Ordering::Relaxed), CLOCK_COUNTER | CLOCK_UPTIME | CLOCK_X86_TSC)
+    !matches!(
+        TRACE_CLOCK.load(Ordering::Relaxed),
+        CLOCK_COUNTER | CLOCK_UPTIME | CLOCK_X86_TSC
+    )
 }
 
 /// Selects a clock by name (Linux: `tracing_set_clock`): EINVAL for an
 /// unknown name; the buffer is cleared, even when the clock stays the same,
 /// because old and new time stamps cannot be compared.
 pub fn set_trace_clock(name: &str) -> Result<(), crate::fs::Errno> {
-    let i = TRACE_CLOCKS.iter().position(|c| *c == name).ok_or(crate::fs::Errno::EINVAL)?;
+    let i = TRACE_CLOCKS
+        .iter()
+        .position(|c| *c == name)
+        .ok_or(crate::fs::Errno::EINVAL)?;
     TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
     if let Some(tr) = global_trace() {
         tr.buffer.reset();
@@ -149,9 +155,7 @@ pub fn trace_entry_word(type_: u16) -> u64 {
     };
     let rflags: u64;
     // SAFETY: reads RFLAGS only (as arch::irqs_enabled).
-    unsafe {
-        core::arch::asm!("pushfq; pop {}", out(reg) rflags, options(nomem, preserves_flags))
-    };
+    unsafe { core::arch::asm!("pushfq; pop {}", out(reg) rflags, options(nomem, preserves_flags)) };
     // RFLAGS.IF is bit 9: IRQS_OFF (bit 0) is its complement.
     let irqs_off = (!rflags >> 9) & 1;
     let hardirq = u64::from(percpu::this_cpu_irq_exception_depth() as u32 != 0);
@@ -176,7 +180,11 @@ pub fn check_trace_entry_word() -> Result<(), (u64, u64)> {
     let mut b = [0u8; 8];
     let _ = ent.encode(&mut b);
     let want = u64::from_le_bytes(b);
-    if word == want { Ok(()) } else { Err((word, want)) }
+    if word == want {
+        Ok(())
+    } else {
+        Err((word, want))
+    }
 }
 
 /// Set by writers, cleared by the timer tick, which wakes `trace_pipe`
@@ -208,7 +216,12 @@ pub fn trace_buffer_write_full(tr: &TraceArray, len: usize, fill: impl FnOnce(&m
 /// at the call time and its return event at the return time it already
 /// took for the durations, instead of reading the clock twice per event.
 #[inline(always)]
-pub fn trace_buffer_write_at(tr: &TraceArray, ts: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+pub fn trace_buffer_write_at(
+    tr: &TraceArray,
+    ts: u64,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> bool {
     let cpu = arch::cpu_id();
     // SAFETY: preemption is off, so this CPU is the only non-nested writer
     // of its buffer; interrupts that trace nest and commit before returning.
@@ -274,7 +287,13 @@ pub fn trace_save_cmdline(pid: u32, comm: &str) {
 
 /// The saved pid -> comm pairs.
 pub fn saved_cmdlines() -> Vec<(u32, String)> {
-    arch::without_interrupts(|| SAVED_CMDLINES.lock().iter().map(|(p, c)| (*p, c.clone())).collect())
+    arch::without_interrupts(|| {
+        SAVED_CMDLINES
+            .lock()
+            .iter()
+            .map(|(p, c)| (*p, c.clone()))
+            .collect()
+    })
 }
 
 /// kallsyms for the printer.
@@ -292,7 +311,12 @@ pub struct TaskTable(BTreeMap<i32, String>);
 
 impl TaskTable {
     pub fn snapshot() -> TaskTable {
-        TaskTable(saved_cmdlines().into_iter().map(|(p, c)| (p as i32, c)).collect())
+        TaskTable(
+            saved_cmdlines()
+                .into_iter()
+                .map(|(p, c)| (p as i32, c))
+                .collect(),
+        )
     }
 }
 
@@ -340,7 +364,13 @@ pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
 pub fn print_trace_events_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    let mut cfg = OutputConfig::new(
+        &options,
+        current_tracer_kind(),
+        &KernelSymbols,
+        &tasks,
+        tr.nr_cpus as u32,
+    );
     cfg.irqentry = crate::arch::irq::irqentry_text();
     cfg.time_in_ns = trace_clock_in_ns();
     let overruns = (0..tr.nr_cpus)
@@ -375,7 +405,13 @@ pub fn consume_one_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) -
     };
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let mut cfg = OutputConfig::new(&options, current_tracer_kind(), &KernelSymbols, &tasks, tr.nr_cpus as u32);
+    let mut cfg = OutputConfig::new(
+        &options,
+        current_tracer_kind(),
+        &KernelSymbols,
+        &tasks,
+        tr.nr_cpus as u32,
+    );
     cfg.irqentry = crate::arch::irq::irqentry_text();
     cfg.time_in_ns = trace_clock_in_ns();
     let mut streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
@@ -390,7 +426,9 @@ struct GlobalBuffer;
 
 impl TraceBuffer for GlobalBuffer {
     fn entries(&self) -> (u64, u64) {
-        global_trace().map_or((0, 0), |tr| (tr.buffer.entries(), tr.buffer.entries_written()))
+        global_trace().map_or((0, 0), |tr| {
+            (tr.buffer.entries(), tr.buffer.entries_written())
+        })
     }
     fn reset(&self) {
         if let Some(tr) = global_trace() {
@@ -422,7 +460,8 @@ static GLOBAL_BUFFER: GlobalBuffer = GlobalBuffer;
 pub fn init() {
     let nr = arch::nr_cpus();
     let tr = GLOBAL_TRACE.call_once(|| TraceArray {
-        buffer: RingBuffer::new(nr, TRACE_BUF_SIZE_DEFAULT).expect("no memory for the trace buffer"),
+        buffer: RingBuffer::new(nr, TRACE_BUF_SIZE_DEFAULT)
+            .expect("no memory for the trace buffer"),
         options: Mutex::new(TraceOptions::new()),
         nr_cpus: nr,
     });
@@ -458,7 +497,10 @@ pub fn init_options_files(root: &crate::fs::tracefs::Dentry) -> Result<(), crate
         },
         Some(|text: &str| {
             let tr = global_trace().ok_or(crate::fs::Errno::ENODEV)?;
-            let change = tr.options.lock().write_trace_options(current_tracer_kind(), text.as_bytes())?;
+            let change = tr
+                .options
+                .lock()
+                .write_trace_options(current_tracer_kind(), text.as_bytes())?;
             option_changed(tr, &change);
             Ok(())
         }),

@@ -49,7 +49,11 @@ pub fn parse_madt(rsdp_hint: u64) -> Option<Madt> {
     let entries = (root_len as u64 - 36) / entry_size;
     let madt = (0..entries).find_map(|i| {
         let at = root + 36 + i * entry_size;
-        let table = if entry_size == 8 { read::<u64>(at) } else { read::<u32>(at) as u64 };
+        let table = if entry_size == 8 {
+            read::<u64>(at)
+        } else {
+            read::<u32>(at) as u64
+        };
         let sig: [u8; 4] = read(table);
         (&sig == b"APIC").then_some(table)
     })?;
@@ -80,7 +84,9 @@ pub fn parse_madt(rsdp_hint: u64) -> Option<Madt> {
                 out.ioapic_addr = read::<u32>(at + 4) as u64;
                 out.ioapic_gsi_base = read(at + 8);
             }
-            2 => out.overrides.push((read(at + 3), read(at + 4), read(at + 8))),
+            2 => out
+                .overrides
+                .push((read(at + 3), read(at + 4), read(at + 8))),
             5 => out.lapic_addr = read(at + 4),
             _ => {}
         }

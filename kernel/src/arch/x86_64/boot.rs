@@ -3,7 +3,10 @@
 use core::arch::global_asm;
 
 global_asm!(include_str!("../../../../boot/entry.S"));
-global_asm!(include_str!("../../../../boot/trampoline.S"), options(att_syntax));
+global_asm!(
+    include_str!("../../../../boot/trampoline.S"),
+    options(att_syntax)
+);
 
 /// `struct hvm_start_info` from Xen's public/arch-x86/hvm/start_info.h.
 #[repr(C)]

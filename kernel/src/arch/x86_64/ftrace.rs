@@ -22,7 +22,11 @@ pub const NOP5_PATCHABLE: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x08];
 pub const MCOUNT_INSN_SIZE: u64 = 5;
 
 /// The instrumentation this kernel was built with.
-pub const MODE: &str = if cfg!(ktrace_fentry) { "fentry" } else { "mcount" };
+pub const MODE: &str = if cfg!(ktrace_fentry) {
+    "fentry"
+} else {
+    "mcount"
+};
 
 // `mcount` itself: until sites are patched, a call to it just returns, like
 // Linux's __fentry__ with dynamic ftrace.

@@ -46,7 +46,10 @@ pub fn init() {
         limit: u16,
         base: u64,
     }
-    let ptr = Pointer { limit: (size_of::<Idt>() - 1) as u16, base: idt as *const Idt as u64 };
+    let ptr = Pointer {
+        limit: (size_of::<Idt>() - 1) as u16,
+        base: idt as *const Idt as u64,
+    };
     // SAFETY: the table is a static that lives forever and is fully built.
     unsafe { asm!("lidt [{}]", in(reg) &ptr, options(readonly, nostack, preserves_flags)) };
 }

@@ -90,7 +90,9 @@ pub fn rdtsc() -> u64 {
     let lo: u32;
     let hi: u32;
     // SAFETY: rdtsc has no side effects.
-    unsafe { asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        asm!("rdtsc", out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    };
     ((hi as u64) << 32) | lo as u64
 }
 

@@ -77,15 +77,22 @@ struct FrameAllocator {
     current: usize,
 }
 
-static FRAMES: Mutex<FrameAllocator> =
-    Mutex::new(FrameAllocator { regions: [(0, 0); 32], count: 0, current: 0 });
+static FRAMES: Mutex<FrameAllocator> = Mutex::new(FrameAllocator {
+    regions: [(0, 0); 32],
+    count: 0,
+    current: 0,
+});
 
 impl FrameAllocator {
     fn alloc(&mut self) -> Option<u64> {
         while self.current < self.count {
             let (start, end) = &mut self.regions[self.current];
             // Before the switch only the first 1 GiB is reachable.
-            let limit = if DIRECT_MAP_READY.load(Ordering::Relaxed) { u64::MAX } else { 1 << 30 };
+            let limit = if DIRECT_MAP_READY.load(Ordering::Relaxed) {
+                u64::MAX
+            } else {
+                1 << 30
+            };
             if *start + PAGE_SIZE <= *end && *start + PAGE_SIZE <= limit {
                 let frame = *start;
                 *start += PAGE_SIZE;
@@ -200,7 +207,9 @@ pub fn is_mapped(va: u64, len: u64) -> bool {
     if pml4 == 0 {
         return true;
     }
-    [va, va + len - 1].iter().all(|&a| translate(pml4, a).is_some())
+    [va, va + len - 1]
+        .iter()
+        .all(|&a| translate(pml4, a).is_some())
 }
 
 fn translate(pml4: u64, va: u64) -> Option<u64> {
@@ -231,7 +240,11 @@ pub fn init(memmap: &[MemmapEntry]) {
         let mut f = FRAMES.lock();
         for e in memmap.iter().filter(|e| e.kind == E820_RAM) {
             // Keep the first 1 MiB (trampoline, BIOS data) and the kernel image.
-            let start = e.addr.max(kernel_end_pa).max(1 << 20).next_multiple_of(PAGE_SIZE);
+            let start = e
+                .addr
+                .max(kernel_end_pa)
+                .max(1 << 20)
+                .next_multiple_of(PAGE_SIZE);
             let end = (e.addr + e.size) & !(PAGE_SIZE - 1);
             top = top.max(end);
             if start < end && f.count < f.regions.len() {
@@ -252,10 +265,26 @@ pub fn init(memmap: &[MemmapEntry]) {
             va += PAGE_SIZE;
         }
     };
-    image(unsafe_ref(&raw const __text_start), unsafe_ref(&raw const __text_end), 0);
-    image(unsafe_ref(&raw const __rodata_start), unsafe_ref(&raw const __rodata_end), NO_EXECUTE);
-    image(unsafe_ref(&raw const __data_start), unsafe_ref(&raw const __data_end), WRITABLE | NO_EXECUTE);
-    image(unsafe_ref(&raw const __data_end), unsafe_ref(&raw const __kernel_end), NO_EXECUTE);
+    image(
+        unsafe_ref(&raw const __text_start),
+        unsafe_ref(&raw const __text_end),
+        0,
+    );
+    image(
+        unsafe_ref(&raw const __rodata_start),
+        unsafe_ref(&raw const __rodata_end),
+        NO_EXECUTE,
+    );
+    image(
+        unsafe_ref(&raw const __data_start),
+        unsafe_ref(&raw const __data_end),
+        WRITABLE | NO_EXECUTE,
+    );
+    image(
+        unsafe_ref(&raw const __data_end),
+        unsafe_ref(&raw const __kernel_end),
+        NO_EXECUTE,
+    );
 
     // The direct map: 2 MiB pages, except around the kernel image, whose
     // frames are mapped read-only with 4 KiB pages.
@@ -267,7 +296,11 @@ pub fn init(memmap: &[MemmapEntry]) {
         } else {
             for page in (pa..pa + huge).step_by(PAGE_SIZE as usize) {
                 let in_kernel = page >= kernel_start_pa && page < kernel_end_pa;
-                let flags = if in_kernel { NO_EXECUTE } else { WRITABLE | NO_EXECUTE };
+                let flags = if in_kernel {
+                    NO_EXECUTE
+                } else {
+                    WRITABLE | NO_EXECUTE
+                };
                 map_4k_in(pml4, PHYS_OFFSET + page, page, flags | GLOBAL);
             }
         }

@@ -53,7 +53,8 @@ static NR_CPUS: AtomicUsize = AtomicUsize::new(1);
 /// Points this CPU's GS base at its per-CPU area. Called first thing on each CPU.
 pub fn init(cpu: usize) {
     let area = &PERCPU[cpu];
-    area.self_addr.store(area as *const PerCpu as usize, Ordering::Relaxed);
+    area.self_addr
+        .store(area as *const PerCpu as usize, Ordering::Relaxed);
     area.cpu.store(cpu, Ordering::Relaxed);
     // SAFETY: GS is only used for per-CPU data in this kernel (no user mode,
     // no swapgs), and the area is a static that lives forever.

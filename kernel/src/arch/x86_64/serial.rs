@@ -24,8 +24,8 @@ impl SerialPort {
             self.port(0).write(0x01); // divisor 1 = 115200 baud
             self.port(1).write(0x00);
             self.port(3).write(0x03); // 8 bits, no parity, one stop bit
-            // FIFOs stay off: switching them on discards what has already
-            // arrived, and QEMU hands us one byte at a time anyway.
+                                      // FIFOs stay off: switching them on discards what has already
+                                      // arrived, and QEMU hands us one byte at a time anyway.
             self.port(2).write(0x00);
             self.port(4).write(0x0b); // DTR, RTS, OUT2 (IRQ line enabled)
             self.port(1).write(0x01); // interrupt when data arrives

@@ -62,7 +62,12 @@ pub fn start_aps(apic_ids: &[u32]) -> usize {
         }
         let stack = vec![0u8; AP_STACK_SIZE].leak();
         let top = (stack.as_ptr() as u64 + AP_STACK_SIZE as u64) & !0xf;
-        let values = [paging::kernel_cr3(), top, ap_entry as *const () as u64, cpus as u64];
+        let values = [
+            paging::kernel_cr3(),
+            top,
+            ap_entry as *const () as u64,
+            cpus as u64,
+        ];
         // SAFETY: the parameter block at the end of the copied trampoline.
         unsafe {
             core::ptr::copy_nonoverlapping(values.as_ptr(), dest.add(params_off) as *mut u64, 4)
@@ -119,7 +124,10 @@ pub fn smp_call_function(func: fn(usize), arg: usize) {
     }
     // While waiting for the lock, answer the current holder's call ourselves:
     // it may be waiting for us while our interrupts are off.
-    while CALL_LOCK.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+    while CALL_LOCK
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
         run_pending_call();
         core::hint::spin_loop();
     }

@@ -24,7 +24,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use spin::{Mutex, MutexGuard};
 
 use super::entry::PtRegs;
-use super::paging::{self, PAGE_SIZE, WRITABLE, NO_EXECUTE};
+use super::paging::{self, NO_EXECUTE, PAGE_SIZE, WRITABLE};
 
 /// Where text pages are mapped writable while being patched (two pages, so
 /// an instruction that crosses a page boundary can be written in one go).
@@ -66,7 +66,10 @@ impl TextPoke {
     /// alias is only ever used by the CPU that mapped it.
     pub fn lock() -> TextPoke {
         crate::sched::preempt_disable();
-        TextPoke { _guard: TEXT_MUTEX.lock(), mapped: None }
+        TextPoke {
+            _guard: TEXT_MUTEX.lock(),
+            mapped: None,
+        }
     }
 
     fn alias(&mut self, addr: u64) -> *mut u8 {

@@ -88,7 +88,10 @@ fn exception(regs: &mut PtRegs) {
     if vector == 3 {
         let nesting = &BP_NESTING[super::cpu_id()];
         if nesting.fetch_add(1, Ordering::Relaxed) != 0 {
-            die("int3 inside the int3 handler (a traced function on the breakpoint path)", regs);
+            die(
+                "int3 inside the int3 handler (a traced function on the breakpoint path)",
+                regs,
+            );
         }
         let handled = int3(regs);
         nesting.fetch_sub(1, Ordering::Relaxed);
@@ -131,7 +134,11 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
         unsafe { core::arch::asm!("mov {}, cr2", out(reg) cr2, options(nomem, nostack)) };
         crate::println!("faulting address (cr2): {cr2:#018x}");
     }
-    crate::println!("RIP: {:#018x} {}", regs.rip, crate::trace::ksyms::describe(regs.rip));
+    crate::println!(
+        "RIP: {:#018x} {}",
+        regs.rip,
+        crate::trace::ksyms::describe(regs.rip)
+    );
     crate::println!(
         "RSP: {:#018x} RBP: {:#018x} RFLAGS: {:#x}",
         regs.rsp,
@@ -166,7 +173,10 @@ pub fn print_backtrace(mut rbp: u64) {
     crate::println!("Call Trace:");
     let mut graph_idx = 0;
     for _ in 0..32 {
-        if rbp < 0xffff_8000_0000_0000 || !rbp.is_multiple_of(8) || !super::paging::is_mapped(rbp, 16) {
+        if rbp < 0xffff_8000_0000_0000
+            || !rbp.is_multiple_of(8)
+            || !super::paging::is_mapped(rbp, 16)
+        {
             break;
         }
         // SAFETY: `rbp` is aligned and its 16 bytes are mapped (checked above);

@@ -20,7 +20,7 @@ const PIT_HZ: u64 = 1_193_182;
 /// Measures the TSC frequency. Boot CPU, interrupts off.
 pub fn calibrate() {
     let ticks = PIT_HZ / 100; // 10 ms
-    // SAFETY: PIT ports 0x42/0x43 and the speaker port 0x61 (gate of channel 2).
+                              // SAFETY: PIT ports 0x42/0x43 and the speaker port 0x61 (gate of channel 2).
     let (t0, t1) = unsafe {
         let mut speaker = Port::<u8>::new(0x61);
         let gate = (speaker.read() & !0x02) | 0x01;
@@ -36,7 +36,10 @@ pub fn calibrate() {
     };
     let hz = ((t1 - t0) * 100).max(1_000_000);
     TSC_HZ.store(hz, Ordering::Relaxed);
-    MULT.store(((1_000_000_000u128 << 32) / hz as u128) as u64, Ordering::Relaxed);
+    MULT.store(
+        ((1_000_000_000u128 << 32) / hz as u128) as u64,
+        Ordering::Relaxed,
+    );
     TSC_BASE.store(rdtsc(), Ordering::Relaxed);
 }
 
