@@ -360,9 +360,12 @@ pub struct EditFile<T> {
     /// The copy being edited (None when opened read-only).
     copy: Option<T>,
     failed: bool,
-    edit: Box<dyn FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send>,
+    edit: EditHandler<T>,
     commit: Option<Box<dyn FnOnce(T) + Send>>,
 }
+
+/// Applies one `write()` to the copy an [`EditFile`] edits.
+pub type EditHandler<T> = Box<dyn FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send>;
 
 impl<T: Clone + Send> EditFile<T> {
     /// `text` is what reads show; `copy` the state to edit (None: read-only);
