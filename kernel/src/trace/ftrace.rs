@@ -181,6 +181,11 @@ pub struct FtraceOps {
     /// Called by `ftrace_caller` (must stay the first field: the trampoline
     /// calls `[op]`).
     pub func: FtraceFunc,
+    /// If set, `ftrace_caller` returns at once, before saving any register,
+    /// while this flag is false (must stay at offset 8: the trampoline reads
+    /// `[op + 8]`). The tracers pass `tracing_on`, so a tracer that is
+    /// attached but not recording costs a few instructions per call.
+    pub gate: Option<&'static AtomicBool>,
     pub name: &'static str,
     /// Which records this ops wants, one bit each (filter minus notrace).
     wanted: Once<Box<[AtomicU64]>>,
@@ -190,9 +195,16 @@ impl FtraceOps {
     pub const fn new(name: &'static str, func: FtraceFunc) -> FtraceOps {
         FtraceOps {
             func,
+            gate: None,
             name,
             wanted: Once::new(),
         }
+    }
+
+    /// The same ops, skipped by the trampoline while `*gate` is false.
+    pub const fn gated(mut self, gate: &'static AtomicBool) -> FtraceOps {
+        self.gate = Some(gate);
+        self
     }
 
     fn bits(&self) -> &[AtomicU64] {

@@ -30,7 +30,8 @@ use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// The function tracer's ops (Linux: tr->ops with function_trace_call).
-pub static FUNCTION_OPS: FtraceOps = FtraceOps::new("function", function_trace_call);
+pub static FUNCTION_OPS: FtraceOps =
+    FtraceOps::new("function", function_trace_call).gated(&control::TRACING_ON);
 /// The probes of set_ftrace_filter (`func:traceoff` ...), active whatever
 /// the current tracer (Linux: the probe ops of register_ftrace_function_probe).
 static PROBE_OPS: FtraceOps = FtraceOps::new("probes", function_probe_call);

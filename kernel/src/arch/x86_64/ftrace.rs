@@ -7,9 +7,11 @@
 //! At boot every site becomes the NOP `0f 1f 44 00 00`. Tracing a function
 //! means patching its site to `call ftrace_caller`.
 //!
-//! `ftrace_caller` saves what must survive, finds the call site (`ip`, the
-//! return address minus 5) and the slot holding the traced function's own
-//! return address (the *parent*; function_graph rewrites that slot), and calls
+//! `ftrace_caller` first tests the op's gate (`tracing_on` for the tracers)
+//! and returns at once if it is closed; otherwise it saves what must
+//! survive, finds the call site (`ip`, the return address minus 5) and the
+//! slot holding the traced function's own return address (the *parent*;
+//! function_graph rewrites that slot), and calls
 //! `function_trace_op->func(ip, parent_slot, op)`. Loading the op and its
 //! function through one pointer keeps the pair consistent while it changes.
 use core::arch::global_asm;
@@ -50,16 +52,21 @@ global_asm!(
 .global ftrace_caller
 .global ftrace_caller_end
 ftrace_caller:
-    push rbp
+    mov rdx, [rip + function_trace_op]
+    mov rax, [rdx + 8]               /* op->gate */
+    test rax, rax
+    jz 1f
+    cmp byte ptr [rax], 0
+    je 2f                            /* gate closed: not recording */
+1:  push rbp
     mov rbp, rsp
     mov rdi, [rbp + 8]
     sub rdi, 5                       /* ip: the call site */
     mov rsi, [rbp]                   /* the traced function's frame pointer */
     add rsi, 8                       /* parent_slot: its return address */
-    mov rdx, [rip + function_trace_op]
     call [rdx]                       /* op->func(ip, parent_slot, op) */
     pop rbp
-    ret
+2:  ret
 ftrace_caller_end:
 .popsection
 "#
@@ -78,7 +85,16 @@ global_asm!(
 .global ftrace_caller
 .global ftrace_caller_end
 ftrace_caller:
-    push rbp
+    /* r10 and r11 carry no argument at a function's entry (Linux's
+       ftrace_caller does not save them either): test the gate with them
+       before saving anything. */
+    mov r11, [rip + function_trace_op]
+    mov r10, [r11 + 8]               /* op->gate */
+    test r10, r10
+    jz 1f
+    cmp byte ptr [r10], 0
+    je 2f                            /* gate closed: not recording */
+1:  push rbp
     mov rbp, rsp
     push rax
     push rcx
@@ -90,7 +106,7 @@ ftrace_caller:
     mov rdi, [rbp + 8]
     sub rdi, 5                       /* ip: the call site = function start */
     lea rsi, [rbp + 16]              /* parent_slot */
-    mov rdx, [rip + function_trace_op]
+    mov rdx, r11                     /* the op whose gate we tested */
     call [rdx]                       /* op->func(ip, parent_slot, op) */
     pop r9
     pop r8
@@ -100,7 +116,7 @@ ftrace_caller:
     pop rcx
     pop rax
     pop rbp
-    ret
+2:  ret
 ftrace_caller_end:
 .popsection
 "#
