@@ -38,3 +38,23 @@ fn a_panic_reports_and_exits_nonzero() {
     assert!(out.contains("Call Trace:"), "{out}");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 101);
 }
+
+#[test]
+fn cpu_exceptions_report_name_error_code_rip_and_backtrace() {
+    for (kind, name) in [("pagefault", "page fault"), ("ud2", "invalid opcode")] {
+        let mut k = Kernel::boot(&["--smp", "2"]);
+        k.send(format!("crash {kind}\n").as_bytes());
+        let out = k.expect("end Kernel panic", Duration::from_secs(60));
+        assert!(out.contains("kernel exception on cpu"), "{out}");
+        assert!(out.contains(name), "{out}");
+        assert!(out.contains("error code"), "{out}");
+        assert!(out.contains("RIP: 0xffffffff8"), "{out}");
+        // The faulting function is named, and the trace reaches the shell.
+        assert!(out.contains("crash"), "{out}");
+        assert!(
+            out.contains("Call Trace:") && out.contains("kernel::shell::"),
+            "{out}"
+        );
+        assert_eq!(k.wait_exit(Duration::from_secs(60)), 101);
+    }
+}

@@ -33,7 +33,7 @@ Commands:
   work files|sleep|compute N, work all SECONDS   workloads on every CPU
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
-  crash                    panic on purpose (to see a kernel panic report)
+  crash [pagefault|ud2]    panic on purpose, or take a CPU exception (to see the reports)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
   ringbuf markers|resize|rawdump|bigmarker ...  ring buffer workloads (tests)
   ftrace_check             read every ftrace call site back and check it
@@ -68,7 +68,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "sleep" => sleep(args),
         "poweroff" => crate::arch::exit_qemu(0),
         "exit" => exit(args),
-        "crash" => panic!("crash command typed in the shell"),
+        "crash" => crash(args),
         "work" => super::work::run(args, out),
         "calltree" => super::work::calltree(args, out),
         "ftrace_check" => {
@@ -587,4 +587,24 @@ fn exit(args: &[String]) {
         },
     };
     crate::arch::exit_qemu(code)
+}
+
+/// `crash`: a Rust panic, or with an argument a real CPU exception, so that a
+/// student (and the tests) can see each kind of report.
+fn crash(args: &[String]) {
+    match args.first().map(|s| s.as_str()) {
+        None => panic!("crash command typed in the shell"),
+        Some("pagefault") => {
+            // An unmapped kernel address: a page fault (vector 14).
+            let p = 0xffff_fe80_0000_0000u64 as *const u64;
+            // SAFETY: none; this read is meant to fault, on purpose.
+            let v = unsafe { core::ptr::read_volatile(p) };
+            println!("crash: read {v:#x}?");
+        }
+        Some("ud2") => {
+            // SAFETY: none; an invalid opcode (vector 6), on purpose.
+            unsafe { core::arch::asm!("ud2") };
+        }
+        Some(other) => println!("crash: unknown kind '{other}' (pagefault or ud2)"),
+    }
 }

@@ -166,8 +166,9 @@ static GRAPH_DEAD: AtomicBool = AtomicBool::new(false);
 /// The ftrace_ops through which function_graph gets every function entry
 /// (Linux: graph_ops, whose func is the arch's ftrace_graph_func). Its
 /// filter is set by the graph tracer from set_ftrace_filter/notrace.
-pub static GRAPH_OPS: FtraceOps = FtraceOps::new("function_graph", crate::arch::fgraph::ftrace_graph_func)
-    .gated(&super::control::TRACING_ON);
+pub static GRAPH_OPS: FtraceOps =
+    FtraceOps::new("function_graph", crate::arch::fgraph::ftrace_graph_func)
+        .gated(&super::control::TRACING_ON);
 
 /// True once [`ftrace_graph_stop`] ran.
 #[inline(always)]
