@@ -37,3 +37,14 @@ pub fn describe(addr: u64) -> String {
         None => format!("{addr:#x}"),
     }
 }
+
+/// The same for a return address in a backtrace (Linux's %pB): the symbol
+/// of `addr - 1`, since a call to a function that never returns (a panic)
+/// can be the last instruction of its caller, whose return address then
+/// lies just past the caller's end.
+pub fn describe_return(addr: u64) -> String {
+    match table().and_then(|t| t.lookup(addr.wrapping_sub(1))) {
+        Some(s) => format!("{}+{:#x}/{:#x}", s.name, s.offset + 1, s.size),
+        None => format!("{addr:#x}"),
+    }
+}

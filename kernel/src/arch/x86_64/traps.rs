@@ -189,7 +189,11 @@ pub fn print_backtrace(mut rbp: u64) {
         if real != ret {
             crate::println!(" [<{:016x}>] ? {}", ret, crate::trace::ksyms::describe(ret));
         }
-        crate::println!(" [<{:016x}>] {}", real, crate::trace::ksyms::describe(real));
+        crate::println!(
+            " [<{:016x}>] {}",
+            real,
+            crate::trace::ksyms::describe_return(real)
+        );
         if next <= rbp {
             break;
         }
