@@ -16,9 +16,9 @@
 
 use crate::names::display_name;
 use crate::{Error, Result};
-use object::elf::{self, FileHeader64};
-use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::{Endianness, SymbolIndex};
+use object::elf;
+use object::read::elf::{SectionHeader, Sym};
+use object::SymbolIndex;
 use std::collections::BTreeMap;
 
 /// One function of the linked kernel.
@@ -34,34 +34,11 @@ pub struct Function {
 
 /// Reads the functions of a linked x86_64 ELF executable, sorted by address.
 pub fn functions(data: &[u8]) -> Result<Vec<Function>> {
-    if data.len() < 4 || data[..4] != elf::ELFMAG {
-        return Err(Error::new("not an ELF file"));
-    }
-    if data.len() < std::mem::size_of::<FileHeader64<Endianness>>() {
-        return Err(Error::new("truncated ELF header"));
-    }
-    if data[4] != elf::ELFCLASS64 || data[5] != elf::ELFDATA2LSB {
-        return Err(Error::new("not a little-endian ELF64 file"));
-    }
-    let header = FileHeader64::<Endianness>::parse(data)?;
-    let endian = header.endian()?;
-    let machine = header.e_machine(endian);
-    if machine != elf::EM_X86_64 {
-        return Err(Error::new(format!(
-            "not an x86_64 ELF (e_machine = {machine})"
-        )));
-    }
-    let e_type = header.e_type(endian);
-    if e_type != elf::ET_EXEC && e_type != elf::ET_DYN {
-        return Err(Error::new(format!(
-            "not a linked executable (e_type = {e_type})"
-        )));
-    }
-    let sections = header.sections(endian, data)?;
-    let symbols = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
-    if symbols.is_empty() {
-        return Err(Error::new("no symbol table (was the kernel stripped?)"));
-    }
+    let crate::linked::LinkedElf {
+        endian,
+        sections,
+        symbols,
+    } = crate::linked::parse(data)?;
 
     // (section index) -> (end address, candidate symbols)
     struct Candidate {

@@ -6,10 +6,12 @@
 //!   `.kallsyms` blob of [`tracer::kallsyms`] (Linux: `scripts/kallsyms.c`).
 //! - [`sorttable`]: sorts the `__mcount_loc` table of the linked kernel in place
 //!   (Linux: `scripts/sorttable.c`, `BUILDTIME_MCOUNT_SORT`).
-//! - [`names`]: the one-token function names both of them use.
+//! - [`names`]: the one-token function names both of them use; `linked`: the
+//!   checks kallsyms and sorttable make when they open the linked kernel.
 
 pub mod error;
 pub mod kallsyms;
+mod linked;
 pub mod names;
 pub mod recordmcount;
 pub mod sorttable;
