@@ -43,8 +43,8 @@ use super::fgraph::{
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
 use super::trace::{
-    global_trace, trace_buffer_write_at, trace_clock_in_ns, trace_entry_word, KernelSymbols,
-    TaskTable, TraceArray,
+    global_trace, output_config, trace_buffer_write_at, trace_entry_word, KernelSymbols, TaskTable,
+    TraceArray,
 };
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -420,15 +420,7 @@ impl PipeReader for GraphPipe {
         };
         let options = tr.options.lock().clone();
         let tasks = TaskTable::snapshot();
-        let mut cfg = OutputConfig::new(
-            &options,
-            TracerKind::FunctionGraph,
-            &KernelSymbols,
-            &tasks,
-            tr.nr_cpus as u32,
-        );
-        cfg.time_in_ns = trace_clock_in_ns();
-        cfg.irqentry = crate::arch::irq::irqentry_text();
+        let cfg = output_config(tr, TracerKind::FunctionGraph, &options, &tasks);
         let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
         core::mem::swap(&mut iter.graph, &mut self.graph);
         iter.print_record(&mut src, cpu, &rec, out);

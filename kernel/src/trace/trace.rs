@@ -354,6 +354,20 @@ fn collect_records(tr: &TraceArray, cpus: Option<usize>) -> Vec<alloc::vec::Into
         .collect()
 }
 
+/// The printer's configuration for this trace array and tracer `kind`:
+/// clock, symbols, task names and the irq-entry range.
+pub(crate) fn output_config<'a>(
+    tr: &TraceArray,
+    kind: TracerKind,
+    options: &'a TraceOptions,
+    tasks: &'a TaskTable,
+) -> OutputConfig<'a> {
+    let mut cfg = OutputConfig::new(options, kind, &KernelSymbols, tasks, tr.nr_cpus as u32);
+    cfg.irqentry = crate::arch::irq::irqentry_text();
+    cfg.time_in_ns = trace_clock_in_ns();
+    cfg
+}
+
 /// Prints the event lines of `trace` (no header).
 pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
     print_trace_events_cpu(tr, None, out);
@@ -364,15 +378,7 @@ pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
 pub fn print_trace_events_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let mut cfg = OutputConfig::new(
-        &options,
-        current_tracer_kind(),
-        &KernelSymbols,
-        &tasks,
-        tr.nr_cpus as u32,
-    );
-    cfg.irqentry = crate::arch::irq::irqentry_text();
-    cfg.time_in_ns = trace_clock_in_ns();
+    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
     let overruns = (0..tr.nr_cpus)
         .filter(|c| cpus.is_none_or(|x| x == *c))
         .any(|c| tr.buffer.overrun_cpu(c) != 0);
@@ -405,18 +411,11 @@ pub fn consume_one_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) -
     };
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let mut cfg = OutputConfig::new(
-        &options,
-        current_tracer_kind(),
-        &KernelSymbols,
-        &tasks,
-        tr.nr_cpus as u32,
-    );
-    cfg.irqentry = crate::arch::irq::irqentry_text();
-    cfg.time_in_ns = trace_clock_in_ns();
-    let mut streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
+    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
+    // No look-ahead for trace_pipe's default printer: empty streams.
+    let streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
         (0..tr.nr_cpus).map(|_| Vec::new().into_iter()).collect();
-    let mut merger = Merger::new(core::mem::take(&mut streams));
+    let mut merger = Merger::new(streams);
     let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
     iter.print_record(&mut merger, cpu, &rec, out);
     true
