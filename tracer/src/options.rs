@@ -17,111 +17,58 @@ use alloc::string::String;
 
 use crate::errno::Errno;
 
-/// A core option: its bit number in `trace_flags` (Linux's
-/// `TRACE_ITER_*_BIT`, in `TRACE_FLAGS` order for a 6.6 x86_64 kernel with
-/// the function tracer, function_graph and stack traces configured, without
-/// the branch tracer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum TraceOption {
-    PrintParent = 0,
-    SymOffset,
-    SymAddr,
-    Verbose,
-    Raw,
-    Hex,
-    Bin,
-    Block,
-    Fields,
-    Printk,
-    Annotate,
-    UserStacktrace,
-    SymUserobj,
-    PrintkMsgOnly,
-    ContextInfo,
-    LatencyFmt,
-    RecordCmd,
-    RecordTgid,
-    Overwrite,
-    StopOnFree,
-    IrqInfo,
-    Markers,
-    EventFork,
-    PauseOnTrace,
-    HashPtr,
-    Function,
-    FuncFork,
-    DisplayGraph,
-    Stacktrace,
+/// Declares [`TraceOption`], [`TRACE_OPTIONS`] (Linux's `trace_options[]`)
+/// and the list of all options from one table, so the three cannot disagree.
+macro_rules! core_options {
+    ($($variant:ident => $name:literal,)*) => {
+        /// A core option: its bit number in `trace_flags` (Linux's
+        /// `TRACE_ITER_*_BIT`, in `TRACE_FLAGS` order for a 6.6 x86_64 kernel with
+        /// the function tracer, function_graph and stack traces configured, without
+        /// the branch tracer).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum TraceOption {
+            $($variant,)*
+        }
+
+        /// Core option names, indexed by [`TraceOption`] (Linux's `trace_options[]`).
+        pub const TRACE_OPTIONS: &[&str] = &[$($name,)*];
+
+        const ALL_CORE: &[TraceOption] = &[$(TraceOption::$variant,)*];
+    };
 }
 
-/// Core option names, indexed by [`TraceOption`] (Linux's `trace_options[]`).
-pub const TRACE_OPTIONS: [&str; 29] = [
-    "print-parent",
-    "sym-offset",
-    "sym-addr",
-    "verbose",
-    "raw",
-    "hex",
-    "bin",
-    "block",
-    "fields",
-    "trace_printk",
-    "annotate",
-    "userstacktrace",
-    "sym-userobj",
-    "printk-msg-only",
-    "context-info",
-    "latency-format",
-    "record-cmd",
-    "record-tgid",
-    "overwrite",
-    "disable_on_free",
-    "irq-info",
-    "markers",
-    "event-fork",
-    "pause-on-trace",
-    "hash-ptr",
-    "function-trace",
-    "function-fork",
-    "display-graph",
-    "stacktrace",
-];
-
-const ALL_CORE: [TraceOption; 29] = {
-    use TraceOption::*;
-    [
-        PrintParent,
-        SymOffset,
-        SymAddr,
-        Verbose,
-        Raw,
-        Hex,
-        Bin,
-        Block,
-        Fields,
-        Printk,
-        Annotate,
-        UserStacktrace,
-        SymUserobj,
-        PrintkMsgOnly,
-        ContextInfo,
-        LatencyFmt,
-        RecordCmd,
-        RecordTgid,
-        Overwrite,
-        StopOnFree,
-        IrqInfo,
-        Markers,
-        EventFork,
-        PauseOnTrace,
-        HashPtr,
-        Function,
-        FuncFork,
-        DisplayGraph,
-        Stacktrace,
-    ]
-};
+core_options! {
+    PrintParent => "print-parent",
+    SymOffset => "sym-offset",
+    SymAddr => "sym-addr",
+    Verbose => "verbose",
+    Raw => "raw",
+    Hex => "hex",
+    Bin => "bin",
+    Block => "block",
+    Fields => "fields",
+    Printk => "trace_printk",
+    Annotate => "annotate",
+    UserStacktrace => "userstacktrace",
+    SymUserobj => "sym-userobj",
+    PrintkMsgOnly => "printk-msg-only",
+    ContextInfo => "context-info",
+    LatencyFmt => "latency-format",
+    RecordCmd => "record-cmd",
+    RecordTgid => "record-tgid",
+    Overwrite => "overwrite",
+    StopOnFree => "disable_on_free",
+    IrqInfo => "irq-info",
+    Markers => "markers",
+    EventFork => "event-fork",
+    PauseOnTrace => "pause-on-trace",
+    HashPtr => "hash-ptr",
+    Function => "function-trace",
+    FuncFork => "function-fork",
+    DisplayGraph => "display-graph",
+    Stacktrace => "stacktrace",
+}
 
 impl TraceOption {
     /// The bit in the flags word.
