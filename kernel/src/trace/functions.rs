@@ -181,31 +181,19 @@ pub fn trace_stack(skip: usize) {
     let Some(tr) = global_trace() else { return };
     let mut frames = [0u64; 16];
     let mut n = 0;
-    let mut rbp = crate::arch::frame_pointer();
     let mut depth = 0;
-    let mut graph_idx = 0;
-    while n < frames.len()
-        && rbp >= 0xffff_8000_0000_0000
-        && rbp.is_multiple_of(8)
-        && crate::arch::paging::is_mapped(rbp, 16)
-    {
-        // SAFETY: a mapped, aligned frame: saved rbp then return address.
-        let (next, ret) = unsafe { (*(rbp as *const u64), *((rbp + 8) as *const u64)) };
-        if ret == 0 {
-            break;
-        }
-        // A caller hijacked by function_graph: its real address.
-        let ret = super::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8);
-        if depth >= skip {
-            frames[n] = ret;
-            n += 1;
-        }
-        depth += 1;
-        if next <= rbp {
-            break;
-        }
-        rbp = next;
-    }
+    // Skip the tracer's own frames, then keep as many as fit.
+    crate::arch::traps::walk_frames(
+        crate::arch::frame_pointer(),
+        skip + frames.len(),
+        |_, real| {
+            if depth >= skip {
+                frames[n] = real;
+                n += 1;
+            }
+            depth += 1;
+        },
+    );
     let ent = trace_entry(TRACE_STACK, tracing_gen_ctx_dec());
     let stack = StackEntry {
         ent,

@@ -169,10 +169,29 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
 /// address that function_graph replaced by `return_to_handler` is printed
 /// as Linux does: the handler as an unreliable `?` hint, then the real
 /// caller from the task's shadow stack (ftrace_graph_ret_addr).
-pub fn print_backtrace(mut rbp: u64) {
+pub fn print_backtrace(rbp: u64) {
     crate::println!("Call Trace:");
+    walk_frames(rbp, 32, |ret, real| {
+        if real != ret {
+            crate::println!(" [<{:016x}>] ? {}", ret, crate::trace::ksyms::describe(ret));
+        }
+        crate::println!(
+            " [<{:016x}>] {}",
+            real,
+            crate::trace::ksyms::describe_return(real)
+        );
+    });
+}
+
+/// Walks at most `max` frames of the frame-pointer chain from `rbp`, calling
+/// `f(ret, real)` for each return address: `real` is `ret` unless
+/// function_graph replaced it with `return_to_handler`, then it is the
+/// caller's real address. Stops at a frame pointer that is not a mapped,
+/// aligned kernel address, or that does not go up the stack, so a corrupt
+/// chain cannot fault (Linux: the frame-pointer unwinder).
+pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
     let mut graph_idx = 0;
-    for _ in 0..32 {
+    for _ in 0..max {
         if rbp < 0xffff_8000_0000_0000
             || !rbp.is_multiple_of(8)
             || !super::paging::is_mapped(rbp, 16)
@@ -185,14 +204,9 @@ pub fn print_backtrace(mut rbp: u64) {
         if ret == 0 {
             break;
         }
-        let real = crate::trace::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8);
-        if real != ret {
-            crate::println!(" [<{:016x}>] ? {}", ret, crate::trace::ksyms::describe(ret));
-        }
-        crate::println!(
-            " [<{:016x}>] {}",
-            real,
-            crate::trace::ksyms::describe_return(real)
+        f(
+            ret,
+            crate::trace::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8),
         );
         if next <= rbp {
             break;
