@@ -403,7 +403,11 @@ fn update_all() -> Result<(u64, u64, u64), String> {
         let seen0 = ALL_SEEN.load(Ordering::Relaxed);
         black_box(ktrace_bench_leaf(black_box(1), 2));
         let seen = ALL_SEEN.load(Ordering::Relaxed) - seen0;
-        let (checked, bad) = ftrace::ftrace_check_sites();
+        let ftrace::CheckReport {
+            sites: checked,
+            bad,
+            ..
+        } = ftrace::ftrace_check_sites();
         let enabled = ftrace::records().iter().filter(|r| r.enabled()).count();
         let t1 = arch::rdtsc();
         ftrace::unregister_ftrace_function(&BENCH_ALL_OPS)

@@ -403,30 +403,45 @@ fn update_locked(before: &[&'static FtraceOps], after: &[&'static FtraceOps]) ->
     Ok(())
 }
 
-/// Checks every site's bytes against its record: the NOP, or a call to
-/// `ftrace_caller` when enabled. Returns (sites checked, mismatches).
-pub fn ftrace_check_sites() -> (usize, usize) {
+/// What [`ftrace_check_sites`] found.
+pub struct CheckReport {
+    pub sites: usize,
+    /// Sites whose bytes disagree with their record.
+    pub bad: usize,
+    /// Sites that hold `call ftrace_caller` (read from the text, not the flags).
+    pub calls: usize,
+    /// Sites that hold the NOP.
+    pub nops: usize,
+}
+
+/// Reads every site back, once: checks its bytes against its record (the
+/// NOP, or a call to `ftrace_caller` when enabled) and counts what it holds.
+pub fn ftrace_check_sites() -> CheckReport {
     let _g = FTRACE_LOCK.lock();
-    let caller = arch_ftrace::ftrace_caller_addr();
-    let mut bad = 0;
+    let call = |ip| arch_ftrace::ftrace_call_replace(ip, arch_ftrace::ftrace_caller_addr());
+    let mut report = CheckReport {
+        sites: records().len(),
+        bad: 0,
+        calls: 0,
+        nops: 0,
+    };
     for rec in records() {
         // SAFETY: a recorded site is 5 bytes of mapped kernel text.
         let actual = unsafe { core::ptr::read_unaligned(rec.ip as *const [u8; 5]) };
-        let expected = if rec.enabled() {
-            arch_ftrace::ftrace_call_replace(rec.ip, caller)
-        } else {
-            Some(NOP5)
-        };
-        if Some(actual) != expected {
+        let is_call = Some(actual) == call(rec.ip);
+        let is_nop = actual == NOP5;
+        report.calls += is_call as usize;
+        report.nops += is_nop as usize;
+        if (rec.enabled() && !is_call) || (!rec.enabled() && !is_nop) {
             println!(
                 "ftrace_check: {} holds {}",
                 super::ksyms::describe(rec.ip),
                 hex(&actual)
             );
-            bad += 1;
+            report.bad += 1;
         }
     }
-    (records().len(), bad)
+    report
 }
 
 /// The name a record shows in available_filter_functions (Linux: %ps).

@@ -37,50 +37,15 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use super::ftrace::{
     self, recursion, register_ftrace_function, unregister_ftrace_function, FtraceOps,
 };
-use crate::arch::ftrace::{ftrace_call_replace, ftrace_caller_addr, NOP5};
 use crate::arch::percpu::{self, MAX_CPUS};
 use crate::arch::text_poke::{self, INT3};
 
 // ---------------------------------------------------------------------------
 // ftrace_check
 
-/// What [`ftrace_check`] found.
-pub struct CheckReport {
-    pub sites: usize,
-    /// Sites whose bytes disagree with their record.
-    pub bad: usize,
-    /// Sites that hold `call ftrace_caller` (read from the text, not the flags).
-    pub calls: usize,
-    /// Sites that hold the NOP.
-    pub nops: usize,
-}
-
-/// Reads every site back: the record check of [`ftrace::ftrace_check_sites`],
-/// plus an independent count of the bytes found.
-pub fn ftrace_check() -> CheckReport {
-    let (sites, bad) = ftrace::ftrace_check_sites();
-    let caller = ftrace_caller_addr();
-    let (mut calls, mut nops) = (0, 0);
-    for rec in ftrace::records() {
-        // SAFETY: a recorded site is 5 bytes of mapped kernel text.
-        let bytes = unsafe { core::ptr::read_unaligned(rec.ip as *const [u8; 5]) };
-        if bytes == NOP5 {
-            nops += 1;
-        } else if Some(bytes) == ftrace_call_replace(rec.ip, caller) {
-            calls += 1;
-        }
-    }
-    CheckReport {
-        sites,
-        bad,
-        calls,
-        nops,
-    }
-}
-
 /// The `ftrace_check` shell command's text.
 pub fn ftrace_check_text() -> String {
-    let r = ftrace_check();
+    let r = ftrace::ftrace_check_sites();
     format!(
         "ftrace_check: {} sites, {} bad, {} call ftrace_caller, {} nop\n",
         r.sites, r.bad, r.calls, r.nops
@@ -507,7 +472,7 @@ pub fn ftrace_stress(duration_ns: u64, target: Target) -> String {
         violations,
         wrong
     );
-    let check = ftrace_check();
+    let check = ftrace::ftrace_check_sites();
     out.push_str(&ftrace_check_text());
     let pass =
         violations == 0 && wrong == 0 && errors == 0 && check.bad == 0 && !ftrace::ftrace_is_dead();
@@ -663,7 +628,7 @@ pub fn ftrace_int3_test(target: Target) -> String {
         "ftrace_int3_test: int3 hits {}",
         ftrace::int3_hits() - int3_before
     );
-    let check = ftrace_check();
+    let check = ftrace::ftrace_check_sites();
     out.push_str(&ftrace_check_text());
     let pass = cases_ok && check.bad == 0;
     let _ = writeln!(
