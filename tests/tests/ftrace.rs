@@ -42,10 +42,30 @@ fn mcount_calls(disasm: &str) -> BTreeSet<u64> {
         .collect()
 }
 
+/// The addresses of the ELF's function symbols (`readelf -s`, type FUNC).
+/// Linker-script labels such as `__irqentry_text_end` are not functions,
+/// even when the padding after them happens to be a 5-byte NOP.
+fn function_addresses(mode: &str) -> BTreeSet<u64> {
+    let elf = kernel_elf(mode);
+    let out = Command::new("readelf")
+        .args(["-sW"])
+        .arg(&elf)
+        .output()
+        .expect("readelf (binutils) is needed for this test");
+    assert!(out.status.success(), "readelf failed on {}", elf.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[3] == "FUNC").then(|| u64::from_str_radix(f[1], 16).ok())?
+        })
+        .collect()
+}
+
 /// Independent scan, fentry mode: every function whose first instruction is
 /// the 5-byte NOP `0f 1f 44 00 00` (recordmcount rewrote the compiler's
 /// `0f 1f 44 00 08` of each recorded site; notrace functions keep it).
-fn fentry_nops(disasm: &str) -> BTreeSet<u64> {
+fn fentry_nops(disasm: &str, functions: &BTreeSet<u64>) -> BTreeSet<u64> {
     let mut out = BTreeSet::new();
     let mut it = disasm.lines().peekable();
     while let Some(l) = it.next() {
@@ -54,7 +74,10 @@ fn fentry_nops(disasm: &str) -> BTreeSet<u64> {
                 let mut f = first.split('\t');
                 let (addr, bytes) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
                 if bytes.trim() == "0f 1f 44 00 00" {
-                    out.insert(u64::from_str_radix(addr.trim().trim_end_matches(':'), 16).unwrap());
+                    let addr = u64::from_str_radix(addr.trim().trim_end_matches(':'), 16).unwrap();
+                    if functions.contains(&addr) {
+                        out.insert(addr);
+                    }
                 }
             }
         }
@@ -184,7 +207,7 @@ fn mcount_sites_match_the_elf_and_are_nops_after_boot() {
 
 #[test]
 fn fentry_sites_match_the_elf_and_are_nops_after_boot() {
-    let sites = fentry_nops(&disassemble("fentry"));
+    let sites = fentry_nops(&disassemble("fentry"), &function_addresses("fentry"));
     listing_and_checks("fentry", &sites);
 }
 
