@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test: host unit tests, model checks and the QEMU tests.
-# Installs what is missing first (QEMU, trace-cmd, the Rust target), so it
-# works on a fresh machine:  ./tests/run.sh
+# Installs what is missing first (tests/install-deps.sh: QEMU, trace-cmd, a C
+# linker, binutils; then the Rust target), so it works on a fresh machine:
+#   ./tests/run.sh            (QEMU=... picks the QEMU binary, as for qemu.sh)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-need_apt=()
-command -v qemu-system-x86_64 >/dev/null 2>&1 || need_apt+=(qemu-system-x86)
-command -v trace-cmd >/dev/null 2>&1 || need_apt+=(trace-cmd)
-command -v objdump >/dev/null 2>&1 || need_apt+=(binutils)
-command -v flock >/dev/null 2>&1 || need_apt+=(util-linux)
-if [ ${#need_apt[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+# QEMU=path/to/qemu-system-x86_64 uses that QEMU, as qemu.sh does.
+export QEMU="${QEMU:-qemu-system-x86_64}"
+"$ROOT/tests/install-deps.sh"
 "$ROOT/boot/setup-toolchain.sh"
 
 echo "== host tests (tracer, build-tools, harness) and QEMU tests"
