@@ -24,7 +24,7 @@ fn write_script(path: &Path, body: &str) {
 
 fn which(cmd: &str) -> PathBuf {
     let out = Command::new("bash")
-        .args(["-c", &format!("command -v {cmd}")])
+        .args(["-c", &format!("type -P {cmd}")])
         .output()
         .unwrap();
     assert!(out.status.success(), "{cmd} not on this machine");
