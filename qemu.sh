@@ -32,6 +32,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+# What the build and QEMU need (cc, binutils, QEMU), installed when missing.
+QEMU="${QEMU:-qemu-system-x86_64}" "$ROOT/tests/install-deps.sh" --boot
 # KTRACE_KERNEL=path boots an already built ELF (the test harness builds once).
 if [ -n "${KTRACE_KERNEL:-}" ]; then
     KERNEL="$KTRACE_KERNEL"
@@ -46,16 +48,6 @@ if [ "$BUILD_ONLY" = 1 ]; then
 fi
 
 QEMU="${QEMU:-qemu-system-x86_64}"
-if ! command -v "$QEMU" >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "qemu.sh: installing QEMU (apt-get install -y qemu-system-x86)" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-x86 >/dev/null
-    fi
-    if ! command -v "$QEMU" >/dev/null 2>&1; then
-        echo "qemu.sh: $QEMU not found. Install it with: sudo apt-get install -y qemu-system-x86" >&2
-        exit 127
-    fi
-fi
 
 ARGS=(-kernel "$KERNEL" -smp "$SMP" -m "$MEM" -display none -no-reboot -monitor none
       -chardev stdio,id=console,signal=off -serial chardev:console

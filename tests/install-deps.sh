@@ -7,7 +7,10 @@
 # and when sudo is absent or wants a password it prints the exact command to
 # run and stops (exit 1). Called by tests/run.sh; tests/tests/install.rs runs
 # it against shims of apt-get, sudo and id to check how it calls them.
+# `--boot` (qemu.sh) leaves out what only the tests need (trace-cmd).
 set -euo pipefail
+BOOT_ONLY=0
+[ "${1:-}" = --boot ] && BOOT_ONLY=1
 
 QEMU="${QEMU:-qemu-system-x86_64}"
 
@@ -15,7 +18,7 @@ QEMU="${QEMU:-qemu-system-x86_64}"
 missing_packages() {
     local need=()
     command -v "$QEMU" >/dev/null 2>&1 || need+=(qemu-system-x86)
-    command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
+    [ "$BOOT_ONLY" = 1 ] || command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
     command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
     { command -v ld >/dev/null 2>&1 && command -v objdump >/dev/null 2>&1; } || need+=(binutils)
     command -v flock >/dev/null 2>&1 || need+=(util-linux)

@@ -44,7 +44,10 @@ impl Sandbox {
             std::os::unix::fs::symlink(which(cmd), bin.join(cmd)).unwrap();
         }
         // binutils and flock are present; ld reports a version.
-        write_script(&bin.join("ld"), "echo 'GNU ld (GNU Binutils for Debian) 2.40'");
+        write_script(
+            &bin.join("ld"),
+            "echo 'GNU ld (GNU Binutils for Debian) 2.40'",
+        );
         write_script(&bin.join("objdump"), "true");
         write_script(&bin.join("flock"), "true");
         write_script(&bin.join("id"), &format!("echo {uid}"));
@@ -121,7 +124,11 @@ fn as_root_runs_apt_get_itself() {
 #[test]
 fn as_user_uses_sudo_n() {
     // A sudo that works without a password runs the command it is given.
-    let sb = Sandbox::new("user", 1000, Some(r#"[ "$1" = -n ] || exit 1; shift; exec "$@""#));
+    let sb = Sandbox::new(
+        "user",
+        1000,
+        Some(r#"[ "$1" = -n ] || exit 1; shift; exec "$@""#),
+    );
     let out = sb.run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -198,4 +205,32 @@ fn honours_qemu_variable() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(sb.calls().is_empty(), "{:?}", sb.calls());
+}
+
+#[test]
+fn boot_mode_leaves_out_trace_cmd() {
+    // qemu.sh's `--boot`: what building and booting need, not trace-cmd.
+    let sb = Sandbox::new("boot", 0, None);
+    let script = tests::root().join("tests/install-deps.sh");
+    let out = Command::new(sb.bin.join("bash"))
+        .arg(script)
+        .arg("--boot")
+        .env_clear()
+        .env("PATH", &sb.bin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sb.calls(),
+        vec![
+            "apt-get update -qq [DEBIAN_FRONTEND=]".to_string(),
+            "apt-get install -y -qq qemu-system-x86 gcc libc6-dev [DEBIAN_FRONTEND=noninteractive]"
+                .to_string(),
+        ]
+    );
+    assert!(!sb.bin.join("trace-cmd").exists());
 }
