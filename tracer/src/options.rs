@@ -12,6 +12,15 @@
 //! (surrounding whitespace ignored); a `no` prefix clears it; an unknown
 //! name is `EINVAL` and nothing changes. `options/<name>` reads `0`/`1` and
 //! takes `0` or `1`.
+//!
+//! Only options that do something here are listed. Linux's options for
+//! user space (`userstacktrace`, `sym-userobj`), for trace events
+//! (`event-fork`, `record-cmd`: the function tracers save comms whatever
+//! its value; `stacktrace`: it also covers `trace_printk`, which this
+//! kernel has not), for `poll()` on `trace_pipe` (`block`), for the latency
+//! tracers (`function-trace`, `display-graph`) and for the function
+//! profiler (`graph-time`) are not listed, and writing them is `EINVAL`,
+//! as for any unknown name.
 
 use alloc::string::String;
 
@@ -22,9 +31,8 @@ use crate::errno::Errno;
 macro_rules! core_options {
     ($($variant:ident => $name:literal,)*) => {
         /// A core option: its bit number in `trace_flags` (Linux's
-        /// `TRACE_ITER_*_BIT`, in `TRACE_FLAGS` order for a 6.6 x86_64 kernel with
-        /// the function tracer, function_graph and stack traces configured, without
-        /// the branch tracer).
+        /// `TRACE_ITER_*_BIT`, in `TRACE_FLAGS` order, leaving out the options
+        /// that have nothing to act on in this kernel; see the module docs).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
         pub enum TraceOption {
@@ -46,28 +54,20 @@ core_options! {
     Raw => "raw",
     Hex => "hex",
     Bin => "bin",
-    Block => "block",
     Fields => "fields",
     Printk => "trace_printk",
     Annotate => "annotate",
-    UserStacktrace => "userstacktrace",
-    SymUserobj => "sym-userobj",
     PrintkMsgOnly => "printk-msg-only",
     ContextInfo => "context-info",
     LatencyFmt => "latency-format",
-    RecordCmd => "record-cmd",
     RecordTgid => "record-tgid",
     Overwrite => "overwrite",
     StopOnFree => "disable_on_free",
     IrqInfo => "irq-info",
     Markers => "markers",
-    EventFork => "event-fork",
     PauseOnTrace => "pause-on-trace",
     HashPtr => "hash-ptr",
-    Function => "function-trace",
     FuncFork => "function-fork",
-    DisplayGraph => "display-graph",
-    Stacktrace => "stacktrace",
 }
 
 impl TraceOption {
@@ -88,18 +88,17 @@ impl TraceOption {
     }
 }
 
-/// `TRACE_DEFAULT_FLAGS`: print-parent, trace_printk, annotate, context-info,
-/// record-cmd, overwrite, irq-info, markers, hash-ptr and function-trace.
+/// `TRACE_DEFAULT_FLAGS` of the options listed here: print-parent,
+/// trace_printk, annotate, context-info, overwrite, irq-info, markers and
+/// hash-ptr.
 pub const TRACE_DEFAULT_FLAGS: u32 = TraceOption::PrintParent.mask()
     | TraceOption::Printk.mask()
     | TraceOption::Annotate.mask()
     | TraceOption::ContextInfo.mask()
-    | TraceOption::RecordCmd.mask()
     | TraceOption::Overwrite.mask()
     | TraceOption::IrqInfo.mask()
     | TraceOption::Markers.mask()
-    | TraceOption::HashPtr.mask()
-    | TraceOption::Function.mask();
+    | TraceOption::HashPtr.mask();
 
 /// The tracers whose options this module knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -175,10 +174,8 @@ pub mod graph_flags {
     pub const PRINT_IRQS: u32 = 0x80;
     pub const PRINT_TAIL: u32 = 0x100;
     pub const SLEEP_TIME: u32 = 0x200;
-    pub const GRAPH_TIME: u32 = 0x400;
-    /// CPU, overhead, duration, irqs, sleep-time and graph-time.
-    pub const DEFAULT: u32 =
-        PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME | GRAPH_TIME;
+    /// CPU, overhead, duration, irqs and sleep-time.
+    pub const DEFAULT: u32 = PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME;
 }
 
 /// nop tracer's self-test options (trace_nop.c).
@@ -209,7 +206,7 @@ const FUNC_OPTS: [TracerOpt; 2] = [
     },
 ];
 
-const GRAPH_OPTS: [TracerOpt; 10] = {
+const GRAPH_OPTS: [TracerOpt; 9] = {
     use graph_flags::*;
     [
         TracerOpt {
@@ -247,10 +244,6 @@ const GRAPH_OPTS: [TracerOpt; 10] = {
         TracerOpt {
             name: "sleep-time",
             bit: SLEEP_TIME,
-        },
-        TracerOpt {
-            name: "graph-time",
-            bit: GRAPH_TIME,
         },
     ]
 };

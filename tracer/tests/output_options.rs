@@ -5,10 +5,10 @@ use tracer::errno::Errno;
 use tracer::options::*;
 
 const CORE_DEFAULT: &str =
-    "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\nnoblock\nnofields\n\
-trace_printk\nannotate\nnouserstacktrace\nnosym-userobj\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
-record-cmd\nnorecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnoevent-fork\nnopause-on-trace\n\
-hash-ptr\nfunction-trace\nnofunction-fork\nnodisplay-graph\nnostacktrace\n";
+    "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\nnofields\n\
+trace_printk\nannotate\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
+norecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnopause-on-trace\n\
+hash-ptr\nnofunction-fork\n";
 
 #[test]
 fn default_listing_per_tracer() {
@@ -25,7 +25,7 @@ fn default_listing_per_tracer() {
         o.trace_options_text(Tracer::FunctionGraph),
         format!(
             "{CORE_DEFAULT}nofuncgraph-overrun\nfuncgraph-cpu\nfuncgraph-overhead\nnofuncgraph-proc\nfuncgraph-duration\n\
-             nofuncgraph-abstime\nfuncgraph-irqs\nnofuncgraph-tail\nsleep-time\ngraph-time\n"
+             nofuncgraph-abstime\nfuncgraph-irqs\nnofuncgraph-tail\nsleep-time\n"
         )
     );
 }
@@ -114,10 +114,47 @@ fn bad_writes_change_nothing() {
         .ends_with("test_nop_accept\nnotest_nop_refuse\n"));
 }
 
+/// Linux options with nothing to act on in this kernel are unknown names:
+/// not listed, no file in `options/`, EINVAL when written.
+#[test]
+fn options_without_meaning_here_are_unknown() {
+    let mut o = TraceOptions::new();
+    let before = o.clone();
+    for name in [
+        "block",
+        "userstacktrace",
+        "sym-userobj",
+        "record-cmd",
+        "event-fork",
+        "function-trace",
+        "display-graph",
+        "stacktrace",
+        "graph-time",
+    ] {
+        for t in [Tracer::Nop, Tracer::Function, Tracer::FunctionGraph] {
+            let text = o.trace_options_text(t);
+            assert!(
+                !text.lines().any(|l| l == name || l == format!("no{name}")),
+                "{name}"
+            );
+            assert_eq!(
+                o.write_trace_options(t, name.as_bytes()),
+                Err(Errno::EINVAL)
+            );
+            let neg = format!("no{name}");
+            assert_eq!(o.write_trace_options(t, neg.as_bytes()), Err(Errno::EINVAL));
+        }
+        assert!(!TraceOptions::option_files().any(|f| f == name), "{name}");
+        assert_eq!(o.read_option_file(name), Err(Errno::ENOENT));
+        assert_eq!(o.write_option_file(name, b"1"), Err(Errno::ENOENT));
+    }
+    assert_eq!(o, before);
+}
+
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();
-    assert_eq!(names.len(), 29 + 2 + 2 + 10);
+    assert_eq!(names.len(), 21 + 2 + 2 + 9);
     assert!(
         names.contains(&"funcgraph-proc")
             && names.contains(&"func_stack_trace")
@@ -153,8 +190,8 @@ fn names_and_defaults() {
         Some(TraceOption::StopOnFree)
     );
     assert_eq!(
-        TraceOption::from_name("function-trace"),
-        Some(TraceOption::Function)
+        TraceOption::from_name("pause-on-trace"),
+        Some(TraceOption::PauseOnTrace)
     );
     assert_eq!(TraceOption::Printk.name(), "trace_printk");
     assert_eq!(
@@ -168,7 +205,7 @@ fn names_and_defaults() {
         TraceOption::IrqInfo,
         TraceOption::Overwrite,
         TraceOption::Markers,
-        TraceOption::RecordCmd,
+        TraceOption::HashPtr,
     ] {
         assert!(o.has(opt), "{opt:?}");
     }
