@@ -239,7 +239,7 @@ fn tracefs_control_files_and_workloads() {
     );
     assert_eq!(
         clean(&k.run("work sleep 20")),
-        "work sleep: 4 pairs x 20 round trips, 80 done, 160 wake-ups\n"
+        "work sleep: 4 pairs x 20 round trips, 80 done, 160 wake-ups, 0 errors\n"
     );
     let all = clean(&k.run("work all 1"));
     assert!(

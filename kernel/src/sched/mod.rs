@@ -6,7 +6,10 @@
 //!   the interrupt exit path then calls [`schedule`] (preemption).
 //! - A task blocks on a [`WaitQueue`] or in [`sleep_ns`]; a waker makes it
 //!   runnable again and queues it on a CPU.
-//! - An idle CPU steals a task from the busiest other CPU (migration).
+//! - An idle CPU steals a task from the busiest other CPU, and every few
+//!   ticks a CPU pulls one from a CPU whose run queue is at least two tasks
+//!   longer (Linux: load_balance). A task that runs on a different CPU than
+//!   the time before counts a migration.
 //!
 //! Locking: all scheduler state is touched with interrupts off. A task's
 //! `pi_lock` orders "block" against "wake" (Linux uses p->pi_lock the same way)
@@ -29,6 +32,9 @@ pub use wait::WaitQueue;
 
 /// Ticks a task may run before it is preempted.
 const TIME_SLICE_TICKS: u32 = 2;
+/// Ticks between two load-balancing passes of a CPU (Linux: the sched
+/// domain's balance_interval).
+const BALANCE_TICKS: u32 = 4;
 
 struct RunQueue {
     tasks: VecDeque<Arc<Task>>,
@@ -43,6 +49,8 @@ static IDLE: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; p
 /// The task switched away from, for `finish_task_switch` on this CPU.
 static PREV: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; percpu::MAX_CPUS];
 static TICKS: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; percpu::MAX_CPUS];
+/// Ticks since this CPU's last load-balancing pass.
+static BALANCE: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; percpu::MAX_CPUS];
 /// Every task but the idle tasks, by pid.
 static TASKS: Mutex<BTreeMap<Pid, Arc<Task>>> = Mutex::new(BTreeMap::new());
 static NEXT_PID: AtomicU32 = AtomicU32::new(1);
@@ -238,7 +246,9 @@ fn schedule_locked_irqs() {
         core::hint::spin_loop();
     }
     next_task.on_cpu.store(true, Ordering::Relaxed);
-    next_task.cpu.store(cpu, Ordering::Relaxed);
+    if next_task.cpu.swap(cpu, Ordering::Relaxed) != cpu {
+        next_task.nr_migrations.fetch_add(1, Ordering::Relaxed);
+    }
     this.current.store(next as usize, Ordering::Relaxed);
     PREV[cpu].store(prev_ptr as usize, Ordering::Relaxed);
     SWITCHES.fetch_add(1, Ordering::Relaxed);
@@ -280,12 +290,45 @@ fn finish_task_switch() {
 
 /// Takes a migratable task from the busiest other CPU.
 fn steal(cpu: usize) -> Option<Arc<Task>> {
-    let victim = (0..arch::nr_cpus())
+    let (victim, _) = busiest_other(cpu)?;
+    detach_task(victim)
+}
+
+/// The other CPU with the longest run queue, and that length.
+fn busiest_other(cpu: usize) -> Option<(usize, usize)> {
+    (0..arch::nr_cpus())
         .filter(|&c| c != cpu)
-        .max_by_key(|&c| RUNQUEUES[c].lock().tasks.len())?;
-    let mut rq = RUNQUEUES[victim].lock();
-    let pos = rq.tasks.iter().rposition(|t| !t.pinned)?;
+        .map(|c| (c, RUNQUEUES[c].lock().tasks.len()))
+        .max_by_key(|&(_, n)| n)
+}
+
+/// Removes the most recently queued task of `cpu`'s run queue that may move
+/// (Linux: can_migrate_task): not pinned, and not still being switched away
+/// from; two CPUs taking each other's outgoing task would otherwise wait for
+/// each other forever in `schedule_locked_irqs`.
+fn detach_task(cpu: usize) -> Option<Arc<Task>> {
+    let mut rq = RUNQUEUES[cpu].lock();
+    let pos = rq
+        .tasks
+        .iter()
+        .rposition(|t| !t.pinned && !t.on_cpu.load(Ordering::Acquire))?;
     rq.tasks.remove(pos)
+}
+
+/// Pulls one task to `cpu` from the busiest other CPU when that CPU's run
+/// queue is at least two tasks longer (Linux: load_balance, much reduced).
+/// The task's `cpu` changes when it is switched in here.
+fn load_balance(cpu: usize) {
+    let mine = RUNQUEUES[cpu].lock().tasks.len();
+    let Some((victim, theirs)) = busiest_other(cpu) else {
+        return;
+    };
+    if theirs < mine + 2 {
+        return;
+    }
+    if let Some(task) = detach_task(victim) {
+        RUNQUEUES[cpu].lock().tasks.push_back(task);
+    }
 }
 
 /// Where a new task starts (called from `task_entry` in arch::switch).
@@ -320,6 +363,10 @@ pub fn timer_tick() {
     if cpu == 0 {
         wake_sleepers();
         crate::trace::trace::trace_wakeup_tick();
+    }
+    if BALANCE[cpu].fetch_add(1, Ordering::Relaxed) + 1 >= BALANCE_TICKS {
+        BALANCE[cpu].store(0, Ordering::Relaxed);
+        load_balance(cpu);
     }
     let ticks = TICKS[cpu].fetch_add(1, Ordering::Relaxed) + 1;
     let idle =

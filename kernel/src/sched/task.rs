@@ -2,7 +2,7 @@
 use alloc::boxed::Box;
 use alloc::vec;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use spin::Mutex;
 
@@ -35,6 +35,9 @@ pub struct Task {
     pub queued: AtomicBool,
     /// Bound to its CPU: never migrated.
     pub pinned: bool,
+    /// How many times the task ran on a different CPU than the time before
+    /// (Linux: se.nr_migrations).
+    pub nr_migrations: AtomicU64,
     pub is_idle: bool,
     /// Orders blocking against waking (Linux: p->pi_lock).
     pub pi_lock: Mutex<()>,
@@ -85,6 +88,7 @@ impl Task {
             on_cpu: AtomicBool::new(false),
             queued: AtomicBool::new(is_idle),
             pinned: pinned || is_idle,
+            nr_migrations: AtomicU64::new(0),
             is_idle,
             pi_lock: Mutex::new(()),
             saved_sp: UnsafeCell::new(sp),

@@ -4,12 +4,17 @@
 //!   back (and checks) and deletes N ramfs files.
 //! - `work sleep N`: one pair of threads per CPU (ping on CPU c, pong on
 //!   CPU c+1) hands a token back and forth N times; each side sleeps a
-//!   little and wakes the other through a wait queue.
+//!   little and wakes the other through a wait queue. A side that finds the
+//!   token out of order, or wakes from a nap too early, counts an error.
 //! - `work compute N`: one thread per CPU runs N iterations of a recursive
-//!   call tree made of several distinct functions; every CPU must get the
-//!   same result, which is printed so a test can check it.
-//! - `work all SECONDS`: all three on every CPU until the time is up or
-//!   Ctrl-C, then a summary.
+//!   call tree made of several distinct functions; every iteration is
+//!   checked against a loop that computes the same sum without calls, and
+//!   every CPU must get the same result, which is printed so a test can
+//!   check it.
+//! - `work all SECONDS`: as many threads of all three as above, but not
+//!   bound to a CPU: the scheduler moves them (the summary counts their
+//!   migrations), until the time is up or Ctrl-C; then a summary with the
+//!   errors of each workload.
 //!
 //! Every function the threads run is `#[inline(never)]` so it has its own
 //! `__fentry__` call site and shows up in function traces.
@@ -34,10 +39,22 @@ struct WorkState {
     stop: AtomicBool,
     finished: AtomicUsize,
     files: AtomicU64,
-    errors: AtomicU64,
+    file_errors: AtomicU64,
     compute_iterations: AtomicU64,
+    compute_errors: AtomicU64,
     round_trips: AtomicU64,
     wakeups: AtomicU64,
+    sleep_errors: AtomicU64,
+    /// Migrations of the threads, added up as each one finishes.
+    migrations: AtomicU64,
+}
+
+impl WorkState {
+    fn errors(&self) -> u64 {
+        self.file_errors.load(Ordering::SeqCst)
+            + self.compute_errors.load(Ordering::SeqCst)
+            + self.sleep_errors.load(Ordering::SeqCst)
+    }
 }
 
 /// The threads of a workload, each with the value its body returned.
@@ -47,6 +64,8 @@ type Workers = Vec<(JoinHandle, Arc<AtomicU64>)>;
 struct PingPong {
     /// 0: ping's turn, 1: pong's turn.
     turn: AtomicUsize,
+    /// Turns taken so far: ping takes the even ones, pong the odd ones.
+    passes: AtomicU64,
     wq: WaitQueue,
 }
 
@@ -65,9 +84,9 @@ pub fn run(args: &[String], out: &mut Output) {
                 return;
             };
             let (handles, pairs) = match kind.as_str() {
-                "files" => (spawn_files(&state, cpus, Some(n)), Vec::new()),
-                "sleep" => spawn_sleep(&state, cpus, Some(n)),
-                _ => (spawn_compute(&state, cpus, Some(n)), Vec::new()),
+                "files" => (spawn_files(&state, cpus, Some(n), true), Vec::new()),
+                "sleep" => spawn_sleep(&state, cpus, Some(n), true),
+                _ => (spawn_compute(&state, cpus, Some(n), true), Vec::new()),
             };
             let results = wait(&state, handles, &pairs, None);
             let interrupted = if state.stop.load(Ordering::SeqCst) {
@@ -75,25 +94,25 @@ pub fn run(args: &[String], out: &mut Output) {
             } else {
                 ""
             };
-            let errors = state.errors.load(Ordering::SeqCst);
             let text = match kind.as_str() {
                 "files" => format!(
                     "work files: {} cpus x {} files, {} verified, {} errors{}\n",
                     cpus,
                     n,
                     state.files.load(Ordering::SeqCst),
-                    errors,
+                    state.file_errors.load(Ordering::SeqCst),
                     interrupted
                 ),
                 "sleep" => format!(
-                    "work sleep: {} pairs x {} round trips, {} done, {} wake-ups{}\n",
+                    "work sleep: {} pairs x {} round trips, {} done, {} wake-ups, {} errors{}\n",
                     pairs.len(),
                     n,
                     state.round_trips.load(Ordering::SeqCst),
                     state.wakeups.load(Ordering::SeqCst),
+                    state.sleep_errors.load(Ordering::SeqCst),
                     interrupted
                 ),
-                _ => compute_summary(cpus, n, &results, interrupted),
+                _ => compute_summary(&state, cpus, n, &results, interrupted),
             };
             out.emit_str("work", &text);
         }
@@ -103,9 +122,9 @@ pub fn run(args: &[String], out: &mut Output) {
                 return;
             };
             let start = crate::time::now_ns();
-            let mut handles = spawn_files(&state, cpus, None);
-            handles.extend(spawn_compute(&state, cpus, None));
-            let (sleepers, pairs) = spawn_sleep(&state, cpus, None);
+            let mut handles = spawn_files(&state, cpus, None, false);
+            handles.extend(spawn_compute(&state, cpus, None, false));
+            let (sleepers, pairs) = spawn_sleep(&state, cpus, None, false);
             handles.extend(sleepers);
             wait(&state, handles, &pairs, Some(start.saturating_add(ns)));
             let elapsed = crate::time::now_ns() - start;
@@ -115,14 +134,18 @@ pub fn run(args: &[String], out: &mut Output) {
                 ""
             };
             let text = format!(
-                "work all: {}.{:03} s on {} cpus: {} files, {} compute iterations, {} round trips, {} errors{}\n",
+                "work all: {}.{:03} s on {} cpus: {} files ({} bad), {} compute iterations ({} wrong), {} round trips ({} bad), {} migrations, {} errors{}\n",
                 elapsed / 1_000_000_000,
                 elapsed / 1_000_000 % 1000,
                 cpus,
                 state.files.load(Ordering::SeqCst),
+                state.file_errors.load(Ordering::SeqCst),
                 state.compute_iterations.load(Ordering::SeqCst),
+                state.compute_errors.load(Ordering::SeqCst),
                 state.round_trips.load(Ordering::SeqCst),
-                state.errors.load(Ordering::SeqCst),
+                state.sleep_errors.load(Ordering::SeqCst),
+                state.migrations.load(Ordering::SeqCst),
+                state.errors(),
                 interrupted
             );
             out.emit_str("work", &text);
@@ -159,33 +182,45 @@ fn wait(
     results
 }
 
+/// Starts one worker: bound to `cpu` if `pinned`, otherwise free to move
+/// (it starts on the least loaded CPU). Its migrations are added to the
+/// state when its body returns.
 fn spawn_worker(
     state: &Arc<WorkState>,
     cpu: usize,
+    pinned: bool,
     name: String,
     body: impl FnOnce(&WorkState) -> u64 + Send + 'static,
 ) -> (JoinHandle, Arc<AtomicU64>) {
     let result = Arc::new(AtomicU64::new(0));
     let (st, res) = (state.clone(), result.clone());
-    let handle = crate::sched::spawn_on(cpu, &name, move || {
+    let f = move || {
         res.store(body(&st), Ordering::SeqCst);
+        let moved = crate::sched::with_current(|t| t.nr_migrations.load(Ordering::Relaxed));
+        st.migrations.fetch_add(moved, Ordering::SeqCst);
         st.finished.fetch_add(1, Ordering::SeqCst);
-    });
+    };
+    let handle = if pinned {
+        crate::sched::spawn_on(cpu, &name, f)
+    } else {
+        crate::sched::spawn(&name, f)
+    };
     (handle, result)
 }
 
 // ---------------------------------------------------------------- files
 
-fn spawn_files(state: &Arc<WorkState>, cpus: usize, n: Option<u64>) -> Workers {
+fn spawn_files(state: &Arc<WorkState>, cpus: usize, n: Option<u64>, pinned: bool) -> Workers {
     (0..cpus)
         .map(|cpu| {
-            spawn_worker(state, cpu, format!("work-files/{}", cpu), move |st| {
+            let name = format!("work-files/{}", cpu);
+            spawn_worker(state, cpu, pinned, name, move |st| {
                 let mut i = 0;
                 while n.is_none_or(|n| i < n) && !st.stop.load(Ordering::Relaxed) {
                     if files_one(cpu, i) {
                         st.files.fetch_add(1, Ordering::Relaxed);
                     } else {
-                        st.errors.fetch_add(1, Ordering::Relaxed);
+                        st.file_errors.fetch_add(1, Ordering::Relaxed);
                     }
                     i += 1;
                 }
@@ -246,12 +281,14 @@ fn spawn_sleep(
     state: &Arc<WorkState>,
     cpus: usize,
     n: Option<u64>,
+    pinned: bool,
 ) -> (Workers, Vec<Arc<PingPong>>) {
     let mut handles = Vec::new();
     let mut pairs = Vec::new();
     for cpu in 0..cpus {
         let pair = Arc::new(PingPong {
             turn: AtomicUsize::new(0),
+            passes: AtomicU64::new(0),
             wq: WaitQueue::new(),
         });
         pairs.push(pair.clone());
@@ -259,6 +296,7 @@ fn spawn_sleep(
         handles.push(spawn_worker(
             state,
             cpu,
+            pinned,
             format!("work-ping/{}", cpu),
             move |st| ping_pong(st, &p, 0, n),
         ));
@@ -267,6 +305,7 @@ fn spawn_sleep(
         handles.push(spawn_worker(
             state,
             other,
+            pinned,
             format!("work-pong/{}", cpu),
             move |st| ping_pong(st, &p, 1, n),
         ));
@@ -275,7 +314,9 @@ fn spawn_sleep(
 }
 
 /// One side of a ping-pong pair: waits for its turn, sleeps a little,
-/// passes the turn and wakes the other side.
+/// passes the turn and wakes the other side. Errors: a turn taken out of
+/// order (the wait queue let both sides run, or lost a turn) and a nap that
+/// ended early without Ctrl-C.
 #[inline(never)]
 fn ping_pong(st: &WorkState, pair: &PingPong, me: usize, n: Option<u64>) -> u64 {
     let mut rounds = 0;
@@ -290,7 +331,12 @@ fn ping_pong(st: &WorkState, pair: &PingPong, me: usize, n: Option<u64>) -> u64 
         if stopped() {
             break;
         }
-        ping_pong_nap(me);
+        if pair.passes.fetch_add(1, Ordering::SeqCst) != 2 * rounds + me as u64 {
+            st.sleep_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        if !ping_pong_nap(me) {
+            st.sleep_errors.fetch_add(1, Ordering::Relaxed);
+        }
         pair.turn.store(1 - me, Ordering::SeqCst);
         pair.wq.wake_all();
         st.wakeups.fetch_add(1, Ordering::Relaxed);
@@ -302,22 +348,31 @@ fn ping_pong(st: &WorkState, pair: &PingPong, me: usize, n: Option<u64>) -> u64 
     rounds
 }
 
-/// Sleeps 50 µs (ping) or 100 µs (pong).
+/// Sleeps 50 µs (ping) or 100 µs (pong); false if it woke up early
+/// without a Ctrl-C to explain it.
 #[inline(never)]
-fn ping_pong_nap(me: usize) {
-    crate::sched::sleep_ns(50_000 * (me as u64 + 1));
+fn ping_pong_nap(me: usize) -> bool {
+    let ns = 50_000 * (me as u64 + 1);
+    let start = crate::time::now_ns();
+    crate::sched::sleep_ns(ns);
+    crate::time::now_ns() - start >= ns || fs::signal_pending()
 }
 
 // ---------------------------------------------------------------- compute
 
-fn spawn_compute(state: &Arc<WorkState>, cpus: usize, n: Option<u64>) -> Workers {
+fn spawn_compute(state: &Arc<WorkState>, cpus: usize, n: Option<u64>, pinned: bool) -> Workers {
     (0..cpus)
         .map(|cpu| {
-            spawn_worker(state, cpu, format!("work-compute/{}", cpu), move |st| {
+            let name = format!("work-compute/{}", cpu);
+            spawn_worker(state, cpu, pinned, name, move |st| {
                 let mut sum: u64 = 0;
                 let mut i = 0;
                 while n.is_none_or(|n| i < n) && !st.stop.load(Ordering::Relaxed) {
-                    sum = sum.wrapping_add(compute_iteration(i));
+                    let value = compute_iteration(i);
+                    if value != compute_expected(i) {
+                        st.compute_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    sum = sum.wrapping_add(value);
                     st.compute_iterations.fetch_add(1, Ordering::Relaxed);
                     i += 1;
                 }
@@ -327,8 +382,21 @@ fn spawn_compute(state: &Arc<WorkState>, cpus: usize, n: Option<u64>) -> Workers
         .collect()
 }
 
-fn compute_summary(cpus: usize, n: u64, results: &[u64], interrupted: &str) -> String {
+fn compute_summary(
+    state: &WorkState,
+    cpus: usize,
+    n: u64,
+    results: &[u64],
+    interrupted: &str,
+) -> String {
     let first = results.first().copied().unwrap_or(0);
+    let wrong = state.compute_errors.load(Ordering::SeqCst);
+    if wrong != 0 {
+        return format!(
+            "work compute: {} cpus x {} iterations, {} wrong results{}\n",
+            cpus, n, wrong, interrupted
+        );
+    }
     if !interrupted.is_empty() {
         return format!(
             "work compute: {} cpus x {} iterations{}\n",
@@ -375,7 +443,33 @@ fn compute_right(depth: u32, x: u64) -> u64 {
 /// A leaf: the top 5 bits of a multiplicative hash (0..=31).
 #[inline(never)]
 fn compute_leaf(x: u64) -> u64 {
-    black_box(x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59)
+    black_box(leaf_hash(x))
+}
+
+#[inline(always)]
+fn leaf_hash(x: u64) -> u64 {
+    x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59
+}
+
+/// What [`compute_iteration`] must return, computed without the call tree:
+/// one loop over the 2^depth paths from the root to a leaf, bit k of the
+/// path choosing left or right at level k. A tracer that corrupted a return
+/// value or a register in the tree makes the two differ.
+#[inline(never)]
+fn compute_expected(i: u64) -> u64 {
+    let mut sum = 0u64;
+    for path in 0..1u64 << COMPUTE_TREE_DEPTH {
+        let mut x = i;
+        for level in 0..COMPUTE_TREE_DEPTH {
+            x = if path >> level & 1 == 0 {
+                x.wrapping_mul(3).wrapping_add(1)
+            } else {
+                x ^ 0x5a5a
+            };
+        }
+        sum = sum.wrapping_add(leaf_hash(x));
+    }
+    black_box(sum)
 }
 
 // ---------------------------------------------------------------- calltree
