@@ -255,6 +255,7 @@ fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>,
     }
     let mut text = String::new();
     if flags.readable() {
+        trace::trace_iter_open(tr);
         control::print_trace_header(
             &mut text,
             control::current_tracer(),
@@ -263,7 +264,11 @@ fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>,
         );
         trace::print_trace_events_cpu(tr, Some(cpu), &mut text);
     }
-    Ok(Box::new(SeqFile::new(text).with_write(|buf| Ok(buf.len()))))
+    let mut file = SeqFile::new(text);
+    if flags.readable() {
+        file = file.with_release(move || trace::trace_iter_release(tr));
+    }
+    Ok(Box::new(file.with_write(|buf| Ok(buf.len()))))
 }
 
 /// An open `free_buffer`: writes are accepted; closing shrinks the buffer

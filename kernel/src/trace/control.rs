@@ -99,6 +99,11 @@ pub trait TraceBuffer: Send + Sync {
     fn is_empty_cpu(&self, cpu: usize) -> bool;
     /// As [`consume_event`](Self::consume_event) for one CPU.
     fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool;
+    /// `trace` was opened for reading (pauses recording with the
+    /// `pause-on-trace` option).
+    fn iter_open(&self);
+    /// That reader closed it.
+    fn iter_release(&self);
 }
 
 /// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
@@ -380,12 +385,20 @@ fn trace_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
             buffer.reset();
         }
     }
-    let text = if flags.readable() {
-        trace_show()
+    let file = if flags.readable() {
+        let buffer = *TRACE_BUFFER.lock();
+        if let Some(buffer) = buffer {
+            buffer.iter_open();
+        }
+        SeqFile::new(trace_show()).with_release(move || {
+            if let Some(buffer) = buffer {
+                buffer.iter_release();
+            }
+        })
     } else {
-        String::new()
+        SeqFile::new(String::new())
     };
-    Ok(Box::new(SeqFile::new(text).with_write(|buf| Ok(buf.len()))))
+    Ok(Box::new(file.with_write(|buf| Ok(buf.len()))))
 }
 
 /// An open `trace_pipe` (Linux: `tracing_read_pipe`).

@@ -29,6 +29,9 @@ pub struct TraceArray {
     pub options: Mutex<TraceOptions>,
     /// CPUs the buffer was created for.
     pub nr_cpus: usize,
+    /// Nested [`tracing_stop_tr`] calls not yet undone (Linux:
+    /// `tr->stop_count`, under `tr->start_lock`).
+    stop_count: Mutex<i32>,
 }
 
 static GLOBAL_TRACE: Once<TraceArray> = Once::new();
@@ -234,6 +237,59 @@ pub fn trace_buffer_write_at(
         WAKEUP_PENDING.store(true, Ordering::Relaxed);
     }
     true
+}
+
+/// Stops recording until the matching [`tracing_start_tr`] (Linux:
+/// `tracing_stop_tr`): the first stop disables the ring buffer
+/// (`ring_buffer_record_disable`, a count apart from `tracing_on`, which
+/// still reads 1); the calls nest.
+pub fn tracing_stop_tr(tr: &TraceArray) {
+    arch::without_interrupts(|| {
+        let mut count = tr.stop_count.lock();
+        *count += 1;
+        if *count == 1 {
+            tr.buffer.record_disable();
+        }
+    });
+}
+
+/// Undoes one [`tracing_stop_tr`] (Linux: `tracing_start_tr`); the last one
+/// enables the ring buffer again.
+pub fn tracing_start_tr(tr: &TraceArray) {
+    arch::without_interrupts(|| {
+        let mut count = tr.stop_count.lock();
+        if *count <= 0 {
+            // Linux warns once and resets the count.
+            *count = 0;
+            return;
+        }
+        *count -= 1;
+        if *count == 0 {
+            tr.buffer.record_enable();
+        }
+    });
+}
+
+/// A reader opened `trace` or `per_cpu/cpuN/trace` (Linux: `__tracing_open`):
+/// with the `pause-on-trace` option set, recording stops while it is open.
+pub fn trace_iter_open(tr: &TraceArray) {
+    if tr
+        .options
+        .lock()
+        .has(tracer::options::TraceOption::PauseOnTrace)
+    {
+        tracing_stop_tr(tr);
+    }
+}
+
+/// That reader closed the file (Linux: `tracing_release`): recording
+/// resumes if it was stopped. As in Linux, this looks at the stop count,
+/// not at whether this open stopped it.
+pub fn trace_iter_release(tr: &TraceArray) {
+    let stopped = arch::without_interrupts(|| *tr.stop_count.lock() != 0);
+    if stopped {
+        tracing_start_tr(tr);
+    }
 }
 
 /// Called from the timer tick: wakes trace_pipe readers if events arrived.
@@ -451,6 +507,16 @@ impl TraceBuffer for GlobalBuffer {
     fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool {
         global_trace().is_some_and(|tr| consume_one_cpu(tr, Some(cpu), out))
     }
+    fn iter_open(&self) {
+        if let Some(tr) = global_trace() {
+            trace_iter_open(tr);
+        }
+    }
+    fn iter_release(&self) {
+        if let Some(tr) = global_trace() {
+            trace_iter_release(tr);
+        }
+    }
 }
 
 static GLOBAL_BUFFER: GlobalBuffer = GlobalBuffer;
@@ -463,6 +529,7 @@ pub fn init() {
             .expect("no memory for the trace buffer"),
         options: Mutex::new(TraceOptions::new()),
         nr_cpus: nr,
+        stop_count: Mutex::new(0),
     });
     let _ = tr;
     // The hot paths' header word must be the one the printer decodes.
