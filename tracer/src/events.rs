@@ -15,6 +15,10 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use crate::entry::{TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_PRINT, TRACE_STACK};
+use crate::ring_buffer::event::{
+    RINGBUF_TYPE_DATA_TYPE_LEN_MAX, RINGBUF_TYPE_PADDING, RINGBUF_TYPE_TIME_EXTEND,
+    RINGBUF_TYPE_TIME_STAMP,
+};
 
 /// One field of an event, as `trace_export.c` describes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,11 +167,6 @@ pub const FTRACE_EVENTS: [&FtraceEvent; 5] = [
     &PRINT,
 ];
 
-/// Looks an event up by its directory name under `events/ftrace/`.
-pub fn find_event(name: &str) -> Option<&'static FtraceEvent> {
-    FTRACE_EVENTS.iter().copied().find(|e| e.name == name)
-}
-
 impl FtraceEvent {
     /// Field offsets as `event_define_fields()` computes them: start after
     /// `struct trace_entry` (8 bytes), align each field, add its size.
@@ -240,9 +239,3 @@ pub fn header_event() -> String {
         RINGBUF_TYPE_DATA_TYPE_LEN_MAX
     )
 }
-
-/// Ring-buffer event `type_len` values printed in `header_event`.
-pub const RINGBUF_TYPE_PADDING: u32 = 29;
-pub const RINGBUF_TYPE_TIME_EXTEND: u32 = 30;
-pub const RINGBUF_TYPE_TIME_STAMP: u32 = 31;
-pub const RINGBUF_TYPE_DATA_TYPE_LEN_MAX: u32 = 28;

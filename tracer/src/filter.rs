@@ -526,13 +526,6 @@ impl FtraceFilter {
         (self.filter.is_empty() || self.filter.contains(rec)) && !self.notrace.contains(rec)
     }
 
-    /// Does some probe sit on function `rec`?
-    pub fn has_probe(&self, rec: usize) -> bool {
-        self.probes
-            .iter()
-            .any(|p| p.entries.iter().any(|&(i, _)| i == rec))
-    }
-
     /// Every function with a probe, in record order.
     pub fn probed_functions(&self) -> RecSet {
         let mut s = RecSet::new();

@@ -69,6 +69,7 @@ pub struct GraphState {
 
 /// tracing_thresh on the recording side: with a threshold set, entries are
 /// not recorded at all (`trace_graph_entry()` returns early)...
+#[inline]
 pub fn thresh_records_entry(tracing_thresh_ns: u64) -> bool {
     tracing_thresh_ns == 0
 }
@@ -76,6 +77,7 @@ pub fn thresh_records_entry(tracing_thresh_ns: u64) -> bool {
 /// ...and a return is recorded only if the call lasted at least the
 /// threshold (`trace_graph_thresh_return()`). The output then shows only
 /// `} /* func */` lines, since their entries are missing.
+#[inline]
 pub fn thresh_records_return(tracing_thresh_ns: u64, calltime: u64, rettime: u64) -> bool {
     tracing_thresh_ns == 0 || rettime.wrapping_sub(calltime) >= tracing_thresh_ns
 }

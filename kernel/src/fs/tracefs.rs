@@ -9,8 +9,7 @@
 //!   ([`SeqFile`], Linux's `single_open` seq_file); repeated reads of the
 //!   same open file see the same snapshot;
 //! - a value shown by a function and stored by another one that parses what
-//!   was written ([`create_show_store`], e.g. `current_tracer`), including
-//!   the `0`/`1` switch ([`create_bool_file`], e.g. `options/*`);
+//!   was written ([`create_show_store`], e.g. `current_tracer`);
 //! - a stream produced at every read (e.g. `trace_pipe`), written directly as
 //!   an [`OpenFile`] whose `read` may block in
 //!   [`crate::fs::wait_event_interruptible`].
@@ -19,8 +18,8 @@
 //! exactly as Linux hands the user buffer to `->write`; a handler that fails
 //! must leave everything unchanged. `O_TRUNC`/`O_APPEND` reach `open`.
 //! Files cannot be created by users (EACCES, as Linux when a directory has no
-//! `->create`), but a directory made with [`create_instance_dir`] calls back
-//! into tracer code on `mkdir`/`rmdir`, which is how `instances/` works.
+//! `->create`), nor directories (EPERM: Linux accepts `mkdir` only in
+//! `instances/`, which this kernel does not have yet).
 //! The same tracefs is mounted at `/sys/kernel/tracing` and `/tracing`.
 
 use alloc::boxed::Box;
@@ -59,15 +58,6 @@ where
     }
 }
 
-/// The callbacks of a directory in which users may `mkdir`/`rmdir`
-/// (Linux: `tracefs_create_instance_dir`). `mkdir(name)` must create the
-/// subdirectory itself with [`create_dir`] (and fill it); `rmdir(name)` must
-/// remove it with [`remove`], or fail (e.g. EBUSY while its files are open).
-pub trait InstanceOps: Send + Sync {
-    fn mkdir(&self, name: &str) -> Result<(), Errno>;
-    fn rmdir(&self, name: &str) -> Result<(), Errno>;
-}
-
 pub struct TracefsNode {
     mode: u16,
     kind: Kind,
@@ -76,7 +66,6 @@ pub struct TracefsNode {
 enum Kind {
     Dir {
         children: Mutex<BTreeMap<String, Dentry>>,
-        instance_ops: Option<Arc<dyn InstanceOps>>,
     },
     File(Arc<dyn FileOperations>),
 }
@@ -85,7 +74,7 @@ static ROOT: Once<Dentry> = Once::new();
 
 /// The top tracefs directory (what is mounted at `/sys/kernel/tracing`).
 pub fn root() -> Dentry {
-    ROOT.call_once(|| new_dir(None)).clone()
+    ROOT.call_once(new_dir).clone()
 }
 
 /// The root as a VFS inode, for mounting.
@@ -93,12 +82,11 @@ pub fn root_inode() -> NodeRef {
     root()
 }
 
-fn new_dir(instance_ops: Option<Arc<dyn InstanceOps>>) -> Dentry {
+fn new_dir() -> Dentry {
     Arc::new(TracefsNode {
         mode: TRACE_MODE_DIR,
         kind: Kind::Dir {
             children: Mutex::new(BTreeMap::new()),
-            instance_ops,
         },
     })
 }
@@ -123,17 +111,7 @@ fn add_child(parent: &Dentry, name: &str, node: Dentry) -> Result<Dentry, Errno>
 
 /// Creates a directory (Linux: `tracefs_create_dir`). EEXIST if taken.
 pub fn create_dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
-    add_child(parent, name, new_dir(None))
-}
-
-/// Creates a directory whose subdirectories users create and remove with
-/// `mkdir`/`rmdir` (Linux: `tracefs_create_instance_dir`, for `instances/`).
-pub fn create_instance_dir(
-    parent: &Dentry,
-    name: &str,
-    ops: impl InstanceOps + 'static,
-) -> Result<Dentry, Errno> {
-    add_child(parent, name, new_dir(Some(Arc::new(ops))))
+    add_child(parent, name, new_dir())
 }
 
 /// Creates a file (Linux: `tracefs_create_file`). `mode` is shown by `ls -l`
@@ -157,19 +135,6 @@ pub fn lookup(parent: &Dentry, name: &str) -> Option<Dentry> {
         Kind::Dir { children, .. } => children.lock().get(name).cloned(),
         Kind::File(_) => None,
     }
-}
-
-/// Removes a file or a whole directory tree (Linux: `tracefs_remove`).
-/// Files already open stay usable until closed.
-pub fn remove(parent: &Dentry, name: &str) -> Result<(), Errno> {
-    let Kind::Dir { children, .. } = &parent.kind else {
-        return Err(Errno::ENOTDIR);
-    };
-    children
-        .lock()
-        .remove(name)
-        .map(|_| ())
-        .ok_or(Errno::ENOENT)
 }
 
 impl Inode for TracefsNode {
@@ -239,37 +204,18 @@ impl Inode for TracefsNode {
         }
     }
 
-    fn mkdir(&self, name: &str, _mode: u16) -> Result<NodeRef, Errno> {
+    // Only instances/ accepts mkdir and rmdir on Linux; there are no
+    // instances yet, so every directory refuses them as Linux's others do.
+    fn mkdir(&self, _name: &str, _mode: u16) -> Result<NodeRef, Errno> {
         match &self.kind {
-            // The callback takes the children lock itself (create_dir), so
-            // it must run without it held.
-            Kind::Dir {
-                instance_ops: Some(ops),
-                ..
-            } => {
-                let ops = ops.clone();
-                ops.mkdir(name)?;
-                self.lookup(name)
-            }
-            Kind::Dir {
-                instance_ops: None, ..
-            } => Err(Errno::EPERM),
+            Kind::Dir { .. } => Err(Errno::EPERM),
             Kind::File(_) => Err(Errno::ENOTDIR),
         }
     }
 
-    fn rmdir(&self, name: &str) -> Result<(), Errno> {
+    fn rmdir(&self, _name: &str) -> Result<(), Errno> {
         match &self.kind {
-            Kind::Dir {
-                instance_ops: Some(ops),
-                ..
-            } => {
-                let ops = ops.clone();
-                ops.rmdir(name)
-            }
-            Kind::Dir {
-                instance_ops: None, ..
-            } => Err(Errno::EPERM),
+            Kind::Dir { .. } => Err(Errno::EPERM),
             Kind::File(_) => Err(Errno::ENOTDIR),
         }
     }
@@ -287,8 +233,6 @@ impl Inode for TracefsNode {
 
 /// Something that handles one `write()` to an open file.
 pub type WriteHandler = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
-/// Something that runs when an open file is closed.
-pub type ReleaseHandler = Box<dyn FnOnce() + Send>;
 
 /// An open file whose content was generated at open time (Linux's
 /// `single_open` seq_file). Reads walk through the snapshot; writes go to the
@@ -297,7 +241,6 @@ pub struct SeqFile {
     text: Vec<u8>,
     pos: usize,
     write: Option<WriteHandler>,
-    release: Option<ReleaseHandler>,
 }
 
 impl SeqFile {
@@ -307,7 +250,6 @@ impl SeqFile {
             text: text.into(),
             pos: 0,
             write: None,
-            release: None,
         }
     }
 
@@ -317,13 +259,6 @@ impl SeqFile {
         handler: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
     ) -> SeqFile {
         self.write = Some(Box::new(handler));
-        self
-    }
-
-    /// Adds a hook that runs when the file is closed (Linux's `->release`,
-    /// e.g. set_ftrace_filter installs its new hash there).
-    pub fn with_release(mut self, hook: impl FnOnce() + Send + 'static) -> SeqFile {
-        self.release = Some(Box::new(hook));
         self
     }
 }
@@ -341,12 +276,6 @@ impl OpenFile for SeqFile {
         match &mut self.write {
             Some(handler) => handler(buf),
             None => Err(Errno::EINVAL),
-        }
-    }
-
-    fn release(&mut self) {
-        if let Some(hook) = self.release.take() {
-            hook();
         }
     }
 }
@@ -466,28 +395,6 @@ pub fn create_show(
         TRACE_MODE_READ,
         show,
         None::<fn(&str) -> Result<(), Errno>>,
-    )
-}
-
-/// A `0`/`1` file (like Linux's `options/*`): reads `"0\n"` or `"1\n"`;
-/// a write is parsed as by `kstrtoul` and anything but 0 or 1 is EINVAL.
-pub fn create_bool_file(
-    parent: &Dentry,
-    name: &str,
-    mode: u16,
-    get: impl Fn() -> bool + Send + Sync + 'static,
-    set: impl Fn(bool) -> Result<(), Errno> + Send + Sync + 'static,
-) -> Result<Dentry, Errno> {
-    create_show_store(
-        parent,
-        name,
-        mode,
-        move || String::from(if get() { "1\n" } else { "0\n" }),
-        Some(move |text: &str| match parse_ulong(text)? {
-            0 => set(false),
-            1 => set(true),
-            _ => Err(Errno::EINVAL),
-        }),
     )
 }
 

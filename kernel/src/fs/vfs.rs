@@ -185,10 +185,6 @@ pub struct File {
 }
 
 impl File {
-    pub fn flags(&self) -> OpenFlags {
-        self.flags
-    }
-
     /// Reads up to `buf.len()` bytes; 0 means end of file.
     pub fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
         if !self.flags.readable() {

@@ -22,7 +22,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use spin::Mutex;
 
@@ -55,8 +55,6 @@ static BALANCE: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; pe
 static TASKS: Mutex<BTreeMap<Pid, Arc<Task>>> = Mutex::new(BTreeMap::new());
 static NEXT_PID: AtomicU32 = AtomicU32::new(1);
 static SLEEPERS: Mutex<Vec<(u64, Arc<Task>)>> = Mutex::new(Vec::new());
-/// Context switches since boot.
-static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
 /// A handle to wait for a spawned task.
 pub struct JoinHandle {
@@ -64,10 +62,6 @@ pub struct JoinHandle {
 }
 
 impl JoinHandle {
-    pub fn pid(&self) -> Pid {
-        self.task.pid
-    }
-
     /// Blocks until the task has exited.
     pub fn join(self) {
         let task = self.task.clone();
@@ -251,7 +245,6 @@ fn schedule_locked_irqs() {
     }
     this.current.store(next as usize, Ordering::Relaxed);
     PREV[cpu].store(prev_ptr as usize, Ordering::Relaxed);
-    SWITCHES.fetch_add(1, Ordering::Relaxed);
     // SAFETY: interrupts are off; both stacks are alive; saved_sp is only
     // written here, by the CPU that runs the task.
     unsafe { arch::switch::switch(prev.saved_sp.get(), *next_task.saved_sp.get()) };
@@ -471,19 +464,6 @@ fn info(t: &Task) -> TaskInfo {
             TaskState::Dead => "X",
         },
     }
-}
-
-/// The comm of the task with `pid`, if it exists (for trace output).
-pub fn comm_of(pid: Pid) -> Option<String> {
-    if pid == 0 {
-        return Some(String::from("<idle>"));
-    }
-    arch::without_interrupts(|| TASKS.lock().get(&pid).map(|t| String::from(t.comm())))
-}
-
-/// Context switches since boot.
-pub fn switches() -> u64 {
-    SWITCHES.load(Ordering::Relaxed)
 }
 
 static CONSOLE_WAIT: WaitQueue = WaitQueue::new();

@@ -223,11 +223,6 @@ impl FtraceOps {
             .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
     }
 
-    /// True if this ops wants the site at `ip` (Linux: ftrace_ops_test).
-    pub fn test(&self, ip: u64) -> bool {
-        record_index(ip).is_some_and(|i| self.wants(i))
-    }
-
     /// Sets the records this ops wants (takes effect at the next update).
     pub fn set_wanted(&self, wanted: &[bool]) {
         for (w, chunk) in self.bits().iter().zip(wanted.chunks(64)) {

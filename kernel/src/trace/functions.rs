@@ -10,7 +10,6 @@
 //! the filter; the copy replaces the filter when the file is closed, and only
 //! if every write succeeded: a bad write changes nothing.
 use alloc::boxed::Box;
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
@@ -42,7 +41,6 @@ static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::n
 /// The pids of set_ftrace_pid, read without a lock by the callback.
 const MAX_PIDS: usize = 32;
 static PIDS: [AtomicU32; MAX_PIDS] = [const { AtomicU32::new(u32::MAX) }; MAX_PIDS];
-static FUNCTION_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// What makes the callback leave its fast path, mirrored for it in one
 /// byte so that the fast path tests both with one load: `set_ftrace_pid`
 /// holds pids ([`FUNC_PID_FILTER`]), the func_stack_trace option is set
@@ -267,12 +265,10 @@ fn function_trace_init() -> Result<(), Errno> {
     FUNCTION_OPS.set_wanted(&wanted);
     set_func_slow(FUNC_STACK_TRACE, stack_trace_option());
     ftrace::register_ftrace_function(&FUNCTION_OPS)?;
-    FUNCTION_ACTIVE.store(true, Ordering::Relaxed);
     Ok(())
 }
 
 fn function_trace_reset() {
-    FUNCTION_ACTIVE.store(false, Ordering::Relaxed);
     let _ = ftrace::unregister_ftrace_function(&FUNCTION_OPS);
 }
 
@@ -375,9 +371,4 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
     })?;
     tracefs::create_file(root, "set_ftrace_pid", TRACE_MODE_WRITE, pid_open)?;
     Ok(())
-}
-
-/// The name of the function tracer's filter state, for tests of the module.
-pub fn filter_text() -> String {
-    FILTER.lock().read(RegexFile::Filter, &RecordNames)
 }

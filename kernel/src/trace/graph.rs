@@ -205,7 +205,7 @@ fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool 
     {
         return false;
     }
-    if TRACING_THRESH.load(Ordering::Relaxed) != 0 {
+    if !tracer::graph::thresh_records_entry(TRACING_THRESH.load(Ordering::Relaxed)) {
         return true;
     }
     trace_graph_record_entry(trace)

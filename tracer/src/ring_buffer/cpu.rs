@@ -76,8 +76,6 @@ pub(crate) struct RingBufferPerCpu {
     dropped_events: AtomicUsize,
     committing: AtomicUsize,
     commits: AtomicUsize,
-    pages_touched: AtomicUsize,
-    pages_read: AtomicUsize,
 
     // Reader side (under reader_lock).
     read: AtomicUsize,
@@ -188,8 +186,6 @@ impl RingBufferPerCpu {
             dropped_events: AtomicUsize::new(0),
             committing: AtomicUsize::new(0),
             commits: AtomicUsize::new(0),
-            pages_touched: AtomicUsize::new(0),
-            pages_read: AtomicUsize::new(0),
             read: AtomicUsize::new(0),
             read_bytes: AtomicUsize::new(0),
             lost_events: AtomicUsize::new(0),
@@ -654,7 +650,6 @@ impl RingBufferPerCpu {
         // holds an old `write` value will then fail its cmpxchg.
         let old_write = next.write.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
         let old_entries = next.entries.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
-        self.pages_touched.fetch_add(1, Relaxed);
         if tail_idx == self.tail_page.load(Acquire) {
             let _ =
                 next.write
@@ -877,7 +872,6 @@ impl RingBufferPerCpu {
                 let new_head = hp.next.load(SeqCst) >> 2;
                 pages[new_head].prev.store(reader, SeqCst);
                 self.head_page.store(new_head, Relaxed);
-                self.pages_read.fetch_add(1, Relaxed);
                 self.reader_page.store(head, Release);
                 hp.read.store(0, Relaxed);
                 let last = self.last_overrun.load(Relaxed);
@@ -1156,8 +1150,6 @@ impl RingBufferPerCpu {
             &self.dropped_events,
             &self.committing,
             &self.commits,
-            &self.pages_touched,
-            &self.pages_read,
             &self.read,
             &self.read_bytes,
             &self.lost_events,
@@ -1305,12 +1297,6 @@ impl RingBufferPerCpu {
     }
     pub(crate) fn read_events(&self) -> usize {
         self.read.load(Relaxed)
-    }
-    pub(crate) fn pages_touched(&self) -> usize {
-        self.pages_touched.load(Relaxed)
-    }
-    pub(crate) fn pages_read(&self) -> usize {
-        self.pages_read.load(Relaxed)
     }
 
     /// `ring_buffer_oldest_event_ts`.

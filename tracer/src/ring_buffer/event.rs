@@ -364,21 +364,3 @@ pub const fn time_event(stamp: bool, val: u64) -> [u32; 2] {
         (val >> TS_SHIFT) as u32,
     ]
 }
-
-/// `events/header_page` as Linux prints it (`ring_buffer_print_page_header`)
-/// for this layout; trace.dat files carry it verbatim.
-pub const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
-\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
-\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
-\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n";
-
-/// `events/header_event` as Linux prints it (`ring_buffer_print_entry_header`).
-pub const HEADER_EVENT: &str = "# compressed entry header\n\
-\ttype_len    :    5 bits\n\
-\ttime_delta  :   27 bits\n\
-\tarray       :   32 bits\n\
-\n\
-\tpadding     : type == 29\n\
-\ttime_extend : type == 30\n\
-\ttime_stamp : type == 31\n\
-\tdata max type_len  == 28\n";

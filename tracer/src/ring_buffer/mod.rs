@@ -369,16 +369,6 @@ impl RingBuffer {
             .fetch_and(!RB_BUFFER_OFF, Ordering::SeqCst);
     }
 
-    /// `ring_buffer_record_is_on`: no disable and not off.
-    pub fn record_is_on(&self) -> bool {
-        self.record_disabled.load(Ordering::SeqCst) == 0
-    }
-
-    /// `ring_buffer_record_is_set_on`: the tracing_on switch itself.
-    pub fn record_is_set_on(&self) -> bool {
-        self.record_disabled.load(Ordering::SeqCst) & RB_BUFFER_OFF == 0
-    }
-
     /// `ring_buffer_record_disable_cpu`.
     pub fn record_disable_cpu(&self, cpu: usize) {
         if let Some(c) = self.cpu(cpu) {
@@ -534,13 +524,6 @@ impl RingBuffer {
             .iter()
             .map(|c| (c.entries_cpu() + c.overrun()) as u64)
             .sum()
-    }
-
-    /// Pages the writer of `cpu` moved onto, and pages the reader swapped out
-    /// (`pages_touched`, `pages_read`; used by Linux for `buffer_percent`).
-    pub fn pages_touched_read(&self, cpu: usize) -> (usize, usize) {
-        self.cpu(cpu)
-            .map_or((0, 0), |c| (c.pages_touched(), c.pages_read()))
     }
 
     /// A text description of `cpu`'s pages and pointers (for debugging).

@@ -18,8 +18,6 @@ use core::arch::global_asm;
 
 /// The 5-byte NOP every site holds while not traced (Linux: x86_nops[5]).
 pub const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
-/// The NOP the compiler emits for `-Z patchable-function-entry=5`.
-pub const NOP5_PATCHABLE: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x08];
 /// Size of a call site (Linux: MCOUNT_INSN_SIZE).
 pub const MCOUNT_INSN_SIZE: u64 = 5;
 

@@ -96,15 +96,6 @@ pub fn rdtsc() -> u64 {
     ((hi as u64) << 32) | lo as u64
 }
 
-/// Reads a model-specific register.
-pub fn rdmsr(msr: u32) -> u64 {
-    let lo: u32;
-    let hi: u32;
-    // SAFETY: callers only name MSRs that exist on every x86_64 CPU QEMU models.
-    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack)) };
-    ((hi as u64) << 32) | lo as u64
-}
-
 /// Writes a model-specific register.
 ///
 /// # Safety

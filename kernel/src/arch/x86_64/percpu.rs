@@ -169,11 +169,6 @@ const _: () = assert!(
     core::mem::offset_of!(PerCpu, exception_depth) == core::mem::offset_of!(PerCpu, irq_depth) + 4
 );
 
-/// Another CPU's per-CPU area.
-pub fn per_cpu(cpu: usize) -> &'static PerCpu {
-    &PERCPU[cpu]
-}
-
 /// The number of online CPUs.
 #[inline(always)]
 pub fn nr_cpus() -> usize {
