@@ -233,6 +233,8 @@ impl Inode for TracefsNode {
 
 /// Something that handles one `write()` to an open file.
 pub type WriteHandler = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
+/// Something that runs when an open file is closed.
+pub type ReleaseHandler = Box<dyn FnOnce() + Send>;
 
 /// An open file whose content was generated at open time (Linux's
 /// `single_open` seq_file). Reads walk through the snapshot; writes go to the
@@ -241,6 +243,7 @@ pub struct SeqFile {
     text: Vec<u8>,
     pos: usize,
     write: Option<WriteHandler>,
+    release: Option<ReleaseHandler>,
 }
 
 impl SeqFile {
@@ -250,6 +253,7 @@ impl SeqFile {
             text: text.into(),
             pos: 0,
             write: None,
+            release: None,
         }
     }
 
@@ -259,6 +263,12 @@ impl SeqFile {
         handler: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
     ) -> SeqFile {
         self.write = Some(Box::new(handler));
+        self
+    }
+
+    /// Adds a hook that runs when the file is closed (Linux's `->release`).
+    pub fn with_release(mut self, hook: impl FnOnce() + Send + 'static) -> SeqFile {
+        self.release = Some(Box::new(hook));
         self
     }
 }
@@ -276,6 +286,12 @@ impl OpenFile for SeqFile {
         match &mut self.write {
             Some(handler) => handler(buf),
             None => Err(Errno::EINVAL),
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(hook) = self.release.take() {
+            hook();
         }
     }
 }
