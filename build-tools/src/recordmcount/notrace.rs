@@ -7,10 +7,14 @@
 //! turned into a NOP and not recorded.
 //!
 //! File format: one pattern per line; `#` starts a comment; blank lines are
-//! ignored; `*` matches any run of characters (including `::`). A pattern is
-//! matched against the whole display name (see [`crate::names`]), e.g.
-//! `kernel::arch::*` or `<kernel::trace::*`. Spaces in a pattern are read as `_`,
-//! like in the display names.
+//! ignored. A pattern is a glob matched by the tracer's own matcher, the one
+//! `set_ftrace_filter` uses (Linux's lib/glob.c: `*` matches any run of
+//! characters, including `::`; `?`, `[a-z]`, `[!x]` and `\x` work too),
+//! against the whole display name (see [`crate::names`]), e.g.
+//! `kernel::arch::*` or `<kernel::trace::*`. Spaces in a pattern are read as
+//! `_`, like in the display names.
+
+use tracer::filter::glob_match;
 
 /// A parsed notrace list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,31 +52,6 @@ impl Notrace {
     }
 }
 
-/// Whole-string match of `text` against `pattern`, where `*` matches any run of
-/// bytes. Classic greedy matching with one backtrack point: linear in practice.
-fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    // Position of the last `*` seen, and the text position it is matched up to.
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((sp, st)) = star {
-            // Let the last `*` swallow one more byte and retry.
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +70,16 @@ mod tests {
         assert!(!glob_match(b"exact", b"exactly"));
         assert!(glob_match(b"*", b""));
         assert!(glob_match(b"**x", b"x"));
+        // The rest of Linux's glob syntax, as in set_ftrace_filter.
+        assert!(glob_match(
+            b"kernel::sched::preempt_[de]*",
+            b"kernel::sched::preempt_enable"
+        ));
+        assert!(!glob_match(
+            b"kernel::sched::preempt_[!de]*",
+            b"kernel::sched::preempt_enable"
+        ));
+        assert!(glob_match(b"kernel::time::?sc", b"kernel::time::tsc"));
     }
 
     #[test]
