@@ -114,6 +114,17 @@ pub fn create_dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
     add_child(parent, name, new_dir())
 }
 
+/// The directory `name` of `parent`: the one another part of the kernel
+/// already made (e.g. `per_cpu/`, filled by several tracing files), or a new
+/// one. ENOTDIR if the name is taken by a file.
+pub fn get_or_create_dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
+    match lookup(parent, name) {
+        Some(d) if matches!(d.kind, Kind::Dir { .. }) => Ok(d),
+        Some(_) => Err(Errno::ENOTDIR),
+        None => create_dir(parent, name),
+    }
+}
+
 /// Creates a file (Linux: `tracefs_create_file`). `mode` is shown by `ls -l`
 /// (use [`TRACE_MODE_WRITE`] or [`TRACE_MODE_READ`]).
 pub fn create_file(

@@ -292,14 +292,6 @@ impl OpenFile for FreeBuffer {
     }
 }
 
-/// A directory, reused if another part of the kernel made it.
-fn dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
-    match tracefs::lookup(parent, name) {
-        Some(d) => Ok(d),
-        None => tracefs::create_dir(parent, name),
-    }
-}
-
 /// Creates the files described in the module documentation. Existing
 /// files (e.g. `per_cpu/cpuN/trace_pipe_raw`) are left alone.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
@@ -341,9 +333,9 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
          buffer_total_size_kb  - view total size of all cpu buffers\n",
     );
 
-    let per_cpu = dir(root, "per_cpu")?;
+    let per_cpu = tracefs::get_or_create_dir(root, "per_cpu")?;
     for cpu in 0..crate::arch::nr_cpus() {
-        let d = dir(&per_cpu, &format!("cpu{cpu}"))?;
+        let d = tracefs::get_or_create_dir(&per_cpu, &format!("cpu{cpu}"))?;
         let absent = |name: &str| tracefs::lookup(&d, name).is_none();
         if absent("trace") {
             tracefs::create_file(&d, "trace", TRACE_MODE_WRITE, move |f: OpenFlags| {

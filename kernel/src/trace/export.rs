@@ -148,14 +148,6 @@ pub fn metadata_files() -> Vec<(String, Vec<u8>)> {
     files
 }
 
-/// A directory, created unless another part of the kernel already did.
-fn dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
-    match tracefs::lookup(parent, name) {
-        Some(d) => Ok(d),
-        None => tracefs::create_dir(parent, name),
-    }
-}
-
 /// A read-only file, unless one of that name exists already.
 fn show(
     parent: &Dentry,
@@ -218,23 +210,23 @@ impl OpenFile for TracePipeRaw {
 /// `kallsyms` and `per_cpu/cpuN/trace_pipe_raw`. Directories made by others
 /// are reused; files that already exist are left alone.
 pub fn init_tracefs(root: &Dentry) -> Result<(), Errno> {
-    let ev = dir(root, "events")?;
+    let ev = tracefs::get_or_create_dir(root, "events")?;
     show(&ev, "header_page", || {
         events::header_page(BUF_PAGE_SIZE as u32)
     })?;
     show(&ev, "header_event", events::header_event)?;
-    let ftrace = dir(&ev, "ftrace")?;
+    let ftrace = tracefs::get_or_create_dir(&ev, "ftrace")?;
     for e in events::FTRACE_EVENTS {
-        let d = dir(&ftrace, e.name)?;
+        let d = tracefs::get_or_create_dir(&ftrace, e.name)?;
         show(&d, "format", move || e.format_file())?;
         show(&d, "id", move || format!("{}\n", e.id))?;
     }
     show(root, "saved_cmdlines", saved_cmdlines)?;
     show(root, "printk_formats", String::new)?;
     show(root, "kallsyms", kallsyms)?;
-    let per_cpu = dir(root, "per_cpu")?;
+    let per_cpu = tracefs::get_or_create_dir(root, "per_cpu")?;
     for cpu in 0..crate::arch::nr_cpus() {
-        let d = dir(&per_cpu, &format!("cpu{cpu}"))?;
+        let d = tracefs::get_or_create_dir(&per_cpu, &format!("cpu{cpu}"))?;
         if tracefs::lookup(&d, "trace_pipe_raw").is_none() {
             tracefs::create_file(
                 &d,
