@@ -8,6 +8,7 @@
 //!   (Linux: `scripts/sorttable.c`, `BUILDTIME_MCOUNT_SORT`).
 //! - [`names`]: the one-token function names both of them use; `linked`: the
 //!   checks kallsyms and sorttable make when they open the linked kernel.
+#![forbid(unsafe_code)]
 
 pub mod error;
 pub mod kallsyms;

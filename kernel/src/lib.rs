@@ -11,6 +11,8 @@ pub mod arch;
 pub mod fs;
 pub mod mm;
 pub mod sched;
+// The shell only calls safe interfaces.
+#[forbid(unsafe_code)]
 pub mod shell;
 pub mod time;
 pub mod trace;

@@ -6,6 +6,7 @@
 //!   kallsyms --list KERNEL.elf            print "address size name" lines
 //!   kallsyms --compare A.elf B.elf        fail unless every function has the same
 //!                                         address and size in both
+#![forbid(unsafe_code)]
 
 use build_tools::kallsyms::{blob, compare, functions, object, Function};
 use std::process::ExitCode;

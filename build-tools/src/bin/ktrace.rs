@@ -16,6 +16,7 @@
 //! `trace-export` in its shell). `report` prints a trace.dat like
 //! `trace-cmd report`. A transfer that is corrupt or incomplete is reported
 //! with exit status 1 and no file is written. Usage errors exit with 2.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

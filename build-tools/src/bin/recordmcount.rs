@@ -5,6 +5,7 @@
 //! INPUT is an ELF relocatable object or an ar archive (.a, .rlib). OUTPUT gets
 //! the same object (or archive, same members in the same order) with a
 //! `__mcount_loc` table added; see `build_tools::recordmcount`.
+#![forbid(unsafe_code)]
 
 use build_tools::recordmcount::{process, Mode, Notrace, Options};
 use std::process::ExitCode;

@@ -5,6 +5,7 @@
 //!   sorttable --check KERNEL.elf   only check; fails if the table is not sorted
 //!
 //! See `build_tools::sorttable` (Linux: scripts/sorttable.c, BUILDTIME_MCOUNT_SORT).
+#![forbid(unsafe_code)]
 
 use build_tools::sorttable::{first_descent, mcount_loc, sort_mcount_loc};
 use std::process::ExitCode;

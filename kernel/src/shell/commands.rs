@@ -598,18 +598,10 @@ fn crash(args: &[String]) {
     match args.first().map(|s| s.as_str()) {
         None => {}
         Some("pagefault") => {
-            // An unmapped kernel address: a page fault (vector 14).
-            let p = 0xffff_fe80_0000_0000u64 as *const u64;
-            // SAFETY: not safe, on purpose: the read faults and the kernel stops,
-            // which is what this command is for.
-            let v = unsafe { core::ptr::read_volatile(p) };
+            let v = crate::arch::traps::crash_page_fault();
             println!("crash: read {v:#x}?");
         }
-        Some("ud2") => {
-            // SAFETY: not safe, on purpose: ud2 raises invalid opcode (vector 6)
-            // and the kernel stops, which is what this command is for.
-            unsafe { core::arch::asm!("ud2") };
-        }
+        Some("ud2") => crate::arch::traps::crash_invalid_opcode(),
         Some(other) => println!("crash: unknown kind '{other}' (pagefault or ud2)"),
     }
 }

@@ -214,3 +214,23 @@ pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
         rbp = next;
     }
 }
+
+/// Reads an unmapped kernel address: a page fault (vector 14) that the
+/// kernel reports and dies of. For the shell's `crash pagefault` (Linux's
+/// lkdtm does the same to test its reports).
+#[inline(never)]
+pub fn crash_page_fault() -> u64 {
+    let p = 0xffff_fe80_0000_0000u64 as *const u64;
+    // SAFETY: not safe, on purpose: the read faults and the kernel stops,
+    // which is what this function is for.
+    unsafe { core::ptr::read_volatile(p) }
+}
+
+/// Executes `ud2`: an invalid opcode (vector 6) that the kernel reports and
+/// dies of (Linux's `BUG()` is a `ud2`). For the shell's `crash ud2`.
+#[inline(never)]
+pub fn crash_invalid_opcode() {
+    // SAFETY: not safe, on purpose: ud2 raises invalid opcode and the kernel
+    // stops, which is what this function is for.
+    unsafe { core::arch::asm!("ud2") };
+}
