@@ -37,6 +37,7 @@ use alloc::collections::BTreeSet;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::errno::Errno;
 use crate::options::parse_kstrtoul;
@@ -476,9 +477,25 @@ impl ProbeCmd {
 struct Probe {
     cmd: ProbeCmd,
     counted: bool,
-    /// (record index, remaining count), sorted by index.
-    entries: Vec<(usize, i64)>,
+    /// One per function, sorted by record index.
+    entries: Vec<ProbeEntry>,
 }
+
+/// A probe on one function (Linux: the probe's entry in its `ftrace_hash`
+/// and the count kept in its `ftrace_func_mapper`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ProbeEntry {
+    rec: usize,
+    /// Remaining count (-1: none given).
+    count: i64,
+    /// Unique over every filter and copy: which registration this entry
+    /// comes from, so that an edited copy can tell an entry it kept from
+    /// one registered again (see [`FtraceFilter::keep_live_counts`]).
+    id: u64,
+}
+
+/// The source of [`ProbeEntry::id`].
+static NEXT_PROBE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What the probes on a function ask the tracer to do when it is hit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -530,8 +547,8 @@ impl FtraceFilter {
     pub fn probed_functions(&self) -> RecSet {
         let mut s = RecSet::new();
         for p in &self.probes {
-            for &(i, _) in &p.entries {
-                s.insert(i);
+            for e in &p.entries {
+                s.insert(e.rec);
             }
         }
         s
@@ -544,7 +561,7 @@ impl FtraceFilter {
         let mut on = tracing_on;
         let mut act = ProbeActions::default();
         for p in self.probes.iter_mut() {
-            let Some(e) = p.entries.iter_mut().find(|e| e.0 == rec) else {
+            let Some(e) = p.entries.iter_mut().find(|e| e.rec == rec) else {
                 continue;
             };
             match (p.cmd, p.counted) {
@@ -563,7 +580,7 @@ impl FtraceFilter {
                     // update_traceon_count(): only a real state change
                     // uses up the count.
                     let want = p.cmd == ProbeCmd::Traceon;
-                    if e.1 <= 0 || on == want {
+                    if e.count <= 0 || on == want {
                         continue;
                     }
                     on = want;
@@ -572,7 +589,7 @@ impl FtraceFilter {
                     } else {
                         act.tracing_off = true;
                     }
-                    e.1 -= 1;
+                    e.count -= 1;
                 }
                 (ProbeCmd::Stacktrace, false) => {
                     if on {
@@ -580,8 +597,8 @@ impl FtraceFilter {
                     }
                 }
                 (ProbeCmd::Stacktrace, true) => {
-                    if on && e.1 != 0 {
-                        e.1 -= 1;
+                    if on && e.count != 0 {
+                        e.count -= 1;
                         act.stacktrace = true;
                     }
                 }
@@ -695,8 +712,9 @@ impl FtraceFilter {
         };
         let probe = &mut self.probes[pos];
         for i in matched.iter() {
-            if let Err(at) = probe.entries.binary_search_by_key(&i, |e| e.0) {
-                probe.entries.insert(at, (i, count));
+            if let Err(at) = probe.entries.binary_search_by_key(&i, |e| e.rec) {
+                let id = NEXT_PROBE_ID.fetch_add(1, Ordering::Relaxed);
+                probe.entries.insert(at, ProbeEntry { rec: i, count, id });
             }
         }
         Ok(())
@@ -724,7 +742,7 @@ impl FtraceFilter {
         let before = probe.entries.len();
         probe
             .entries
-            .retain(|&(i, _)| !(all || (i < funcs.count() && ftrace_match(funcs.name(i), &g))));
+            .retain(|e| !(all || (e.rec < funcs.count() && ftrace_match(funcs.name(e.rec), &g))));
         if probe.entries.len() == before {
             return Err(Errno::EINVAL);
         }
@@ -732,6 +750,27 @@ impl FtraceFilter {
             self.probes.remove(pos);
         }
         Ok(())
+    }
+
+    /// Before an edited copy replaces `live`, the filter in use: every probe
+    /// entry the copy kept from when it was made takes its count from
+    /// `live`, where hits may have used it up in the meantime; entries the
+    /// edits registered (anew) keep theirs. In Linux a probe is registered
+    /// by the write itself and its count is never copied, so closing a
+    /// filter file cannot give a probe back the hits it used.
+    pub fn keep_live_counts(&mut self, live: &FtraceFilter) {
+        for p in &mut self.probes {
+            for e in &mut p.entries {
+                let now = live
+                    .probes
+                    .iter()
+                    .flat_map(|q| q.entries.iter())
+                    .find(|l| l.id == e.id);
+                if let Some(l) = now {
+                    e.count = l.count;
+                }
+            }
+        }
     }
 
     /// The text of `set_ftrace_filter` / `set_ftrace_notrace`: the selected
@@ -758,13 +797,13 @@ impl FtraceFilter {
         }
         if file == RegexFile::Filter {
             for p in &self.probes {
-                for &(i, count) in &p.entries {
-                    if i >= funcs.count() {
+                for e in &p.entries {
+                    if e.rec >= funcs.count() {
                         continue;
                     }
-                    let _ = write!(s, "{}:{}", funcs.name(i), p.cmd.name());
+                    let _ = write!(s, "{}:{}", funcs.name(e.rec), p.cmd.name());
                     if p.counted {
-                        let _ = writeln!(s, ":count={}", count);
+                        let _ = writeln!(s, ":count={}", e.count);
                     } else {
                         s.push_str(":unlimited\n");
                     }

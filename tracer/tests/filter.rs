@@ -311,6 +311,37 @@ fn commands_listing_and_removal() {
     );
 }
 
+/// A copy edited while the filter is in use (a filter file open for
+/// writing) must not give back the counts that hits used up meanwhile,
+/// but an entry the edits removed and registered again starts afresh.
+#[test]
+fn an_edited_copy_keeps_the_live_counts() {
+    let mut live = filter_with(&["schedule:traceoff:3", "vfs_read:stacktrace:2"]);
+    let mut copy = live.clone();
+    // Meanwhile the live filter's probes fire.
+    assert!(live.probe_hit(0, true).tracing_off);
+    assert!(live.probe_hit(5, true).stacktrace);
+    // The copy gets a new entry, and vfs_read's probe registered again.
+    copy.write(RegexFile::Filter, false, b"sched_fork:traceoff:3", f())
+        .unwrap();
+    copy.write(RegexFile::Filter, false, b"!vfs_read:stacktrace:0", f())
+        .unwrap();
+    copy.write(RegexFile::Filter, false, b"vfs_read:stacktrace:5", f())
+        .unwrap();
+    copy.keep_live_counts(&live);
+    assert_eq!(
+        listed(&copy),
+        "#### all functions enabled ####\n\
+         vfs_read:stacktrace:count=5\n\
+         schedule:traceoff:count=2\n\
+         sched_fork:traceoff:count=3\n"
+    );
+    // Without the live filter's entries, a copy keeps its own counts.
+    let mut other = copy.clone();
+    other.keep_live_counts(&FtraceFilter::new());
+    assert_eq!(other, copy);
+}
+
 #[test]
 fn registering_again_keeps_counts() {
     let mut fl = filter_with(&["schedule:traceoff:2"]);

@@ -152,7 +152,9 @@ pub trait Inode: Send + Sync {
 /// `read` returns 0 at end of file. A stream may block in `read` until data
 /// arrives; it must then return EINTR when [`signal_pending`] becomes true
 /// (use [`wait_event_interruptible`]). A `write` that fails must change
-/// nothing. `release` runs once, when the file is closed.
+/// nothing. `release` runs once, when the file is closed; its error is what
+/// `close()` returns (Linux: `->flush`'s), and a release that fails must
+/// leave things as they were before the file was opened.
 pub trait OpenFile: Send {
     fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
@@ -160,7 +162,9 @@ pub trait OpenFile: Send {
     fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
     }
-    fn release(&mut self) {}
+    fn release(&mut self) -> Result<(), Errno> {
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -300,28 +300,34 @@ impl OpenFile for SeqFile {
         }
     }
 
-    fn release(&mut self) {
+    fn release(&mut self) -> Result<(), Errno> {
         if let Some(hook) = self.release.take() {
             hook();
         }
+        Ok(())
     }
 }
 
 /// An open file whose writes edit a private copy of some state, installed
 /// when the file is closed, and only if every write succeeded: a bad write
 /// returns its errno and changes nothing (Linux installs a new filter hash on
-/// release the same way, in `ftrace_regex_release`). Used by the filter files.
+/// release the same way, in `ftrace_regex_release`). If installing fails,
+/// `close()` returns the error and the state in use stays as it was. Used
+/// by the filter files.
 pub struct EditFile<T> {
     text: SeqFile,
     /// The copy being edited (None when opened read-only).
     copy: Option<T>,
     failed: bool,
     edit: EditHandler<T>,
-    commit: Option<Box<dyn FnOnce(T) + Send>>,
+    commit: Option<CommitHandler<T>>,
 }
 
 /// Applies one `write()` to the copy an [`EditFile`] edits.
 pub type EditHandler<T> = Box<dyn FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send>;
+/// Installs the edited copy when an [`EditFile`] is closed; on error it
+/// must leave the state in use whole.
+pub type CommitHandler<T> = Box<dyn FnOnce(T) -> Result<(), Errno> + Send>;
 
 impl<T: Clone + Send> EditFile<T> {
     /// `text` is what reads show; `copy` the state to edit (None: read-only);
@@ -330,7 +336,7 @@ impl<T: Clone + Send> EditFile<T> {
         text: impl Into<Vec<u8>>,
         copy: Option<T>,
         edit: impl FnMut(&mut T, &[u8]) -> Result<(), Errno> + Send + 'static,
-        commit: impl FnOnce(T) + Send + 'static,
+        commit: impl FnOnce(T) -> Result<(), Errno> + Send + 'static,
     ) -> EditFile<T> {
         EditFile {
             text: SeqFile::new(text),
@@ -366,11 +372,10 @@ impl<T: Clone + Send> OpenFile for EditFile<T> {
         }
     }
 
-    fn release(&mut self) {
-        if let (Some(copy), Some(commit)) = (self.copy.take(), self.commit.take()) {
-            if !self.failed {
-                commit(copy);
-            }
+    fn release(&mut self) -> Result<(), Errno> {
+        match (self.copy.take(), self.commit.take()) {
+            (Some(copy), Some(commit)) if !self.failed => commit(copy),
+            _ => Ok(()),
         }
     }
 }

@@ -182,6 +182,7 @@ pub fn unlink(p: &str) -> Result<(), Errno> {
 pub struct File {
     inner: Box<dyn OpenFile>,
     flags: OpenFlags,
+    closed: bool,
 }
 
 impl File {
@@ -228,9 +229,21 @@ impl File {
     }
 }
 
+impl File {
+    /// Closes the file now and returns what its release reported (Linux:
+    /// `close()`'s return value). A file dropped without `close` is
+    /// released too, and the error is lost.
+    pub fn close(&mut self) -> Result<(), Errno> {
+        if core::mem::replace(&mut self.closed, true) {
+            return Ok(());
+        }
+        self.inner.release()
+    }
+}
+
 impl Drop for File {
     fn drop(&mut self) {
-        self.inner.release();
+        let _ = self.close();
     }
 }
 
@@ -258,7 +271,11 @@ pub fn open(p: &str, flags: OpenFlags) -> Result<File, Errno> {
         return Err(Errno::EISDIR);
     }
     let inner = node.open(flags)?;
-    Ok(File { inner, flags })
+    Ok(File {
+        inner,
+        flags,
+        closed: false,
+    })
 }
 
 /// Reads a whole (finite) file.
@@ -270,5 +287,7 @@ pub fn read_file(p: &str) -> Result<Vec<u8>, Errno> {
 /// (what `echo data > p` does).
 pub fn write_file(p: &str, data: &[u8]) -> Result<(), Errno> {
     let flags = OpenFlags::O_WRONLY | OpenFlags::O_CREAT | OpenFlags::O_TRUNC;
-    open(p, flags)?.write_all(data)
+    let mut file = open(p, flags)?;
+    file.write_all(data)?;
+    file.close()
 }

@@ -39,6 +39,8 @@ Commands:
   ftrace_check             read every ftrace call site back and check it
   ftrace_stress [SECONDS]  SMP stress of code patching (default 30 s)
   ftrace_int3_test         hit a site while it is being patched (int3 path)
+  fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
+                           ftrace_update) fail with ENOMEM (tests of error paths)
   bench [steps]            cost of tracing per call/event/site (BENCHMARKS.md)
   trace-export             send the trace buffers to the host over COM2 (ktrace)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
@@ -78,6 +80,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
             out.emit_str(cmd, &crate::trace::selftest::ftrace_check_text());
         }
         "ftrace_stress" => ftrace_stress(args, out),
+        "fail_function" => fail_function(args),
         "ftrace_int3_test" => {
             let text =
                 crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
@@ -594,6 +597,22 @@ fn exit(args: &[String]) {
 
 /// `crash`: a Rust panic, or with an argument a real CPU exception, so that a
 /// student (and the tests) can see each kind of report.
+/// `fail_function FUNC N`: fault injection for the error paths of code
+/// patching (see `trace::ftrace::fail_function`).
+fn fail_function(args: &[String]) {
+    let (Some(func), Some(n)) = (args.first(), args.get(1)) else {
+        println!("Usage: fail_function register_ftrace_function|ftrace_update N");
+        return;
+    };
+    let Ok(times) = n.parse::<u32>() else {
+        println!("fail_function: invalid number '{}'", n);
+        return;
+    };
+    if crate::trace::ftrace::fail_function(func, times).is_err() {
+        println!("fail_function: {}: no such injection point", func);
+    }
+}
+
 fn crash(args: &[String]) {
     match args.first().map(|s| s.as_str()) {
         None => {}

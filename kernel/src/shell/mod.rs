@@ -142,7 +142,11 @@ fn run_pipeline(mut stages: Vec<parse::Stage>) {
         },
     };
     if stages[0].argv.is_empty() {
-        return; // `> file` alone: the open above did it.
+        // `> file` alone: the open above did it; the close may fail.
+        if let Err(e) = sink.finish() {
+            println!("sh: write error: {}", e);
+        }
+        return;
     }
     // Wrap the sink in the filters of stages 1.., from the last one back.
     while stages.len() > 1 {

@@ -37,12 +37,16 @@ impl Sink for Console {
 
 /// A file opened by `> FILE` or `>> FILE`. Each write of the producer is
 /// one write to the file, so `echo nop > current_tracer` is a single write
-/// of `"nop\n"` as on Linux.
+/// of `"nop\n"` as on Linux. `finish` closes it: an error of the close (a
+/// filter file that cannot be installed) is reported like a write error.
 pub struct FileSink(pub File);
 
 impl Sink for FileSink {
     fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
         self.0.write_all(data)
+    }
+    fn finish(&mut self) -> Result<(), Errno> {
+        self.0.close()
     }
 }
 

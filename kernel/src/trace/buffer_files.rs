@@ -280,15 +280,16 @@ impl OpenFile for FreeBuffer {
         Ok(buf.len())
     }
 
-    fn release(&mut self) {
+    fn release(&mut self) -> Result<(), Errno> {
         let Some(tr) = global_trace() else {
-            return;
+            return Ok(());
         };
         if tr.options.lock().has(TraceOption::StopOnFree) {
             control::tracing_off();
         }
         // Size 0 gives the minimum of 2 pages per CPU.
         let _ = tracing_resize_ring_buffer(tr, 0, Cpus::All);
+        Ok(())
     }
 }
 

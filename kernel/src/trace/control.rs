@@ -45,9 +45,10 @@ pub const MAX_TRACER_SIZE: usize = 100;
 /// A tracer (Linux's `struct tracer`). Hooks are optional.
 pub struct Tracer {
     pub name: &'static str,
-    /// Runs when the tracer is selected in `current_tracer`. On error the
-    /// current tracer is `nop` (the previous one was already reset), as in
-    /// Linux.
+    /// Runs when the tracer is selected in `current_tracer`. On error it
+    /// must leave nothing behind: the previous tracer is started again and
+    /// stays current, and the buffer keeps its events (Linux leaves `nop`
+    /// with an emptied buffer).
     pub init: Option<fn() -> Result<(), Errno>>,
     /// Runs when another tracer is selected.
     pub reset: Option<fn()>,
@@ -174,7 +175,10 @@ static TRACE_REF: AtomicUsize = AtomicUsize::new(0);
 
 /// Selects the tracer called `name` (Linux: `tracing_set_tracer`).
 /// EINVAL if there is none; selecting the current one does nothing;
-/// EBUSY while `trace_pipe` is open.
+/// EBUSY while `trace_pipe` is open. If the new tracer's `init` fails,
+/// its error is returned and the previous tracer is started again, with
+/// the buffer as it was: the buffer is only emptied once the new tracer
+/// runs.
 pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
     let new = TRACE_TYPES
         .lock()
@@ -194,13 +198,18 @@ pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
         reset();
     }
     *CURRENT.lock() = &NOP_TRACE;
+    if let Some(Err(e)) = new.init.map(|init| init()) {
+        // The previous tracer started once already; if it cannot start
+        // again, `nop` is current, as in Linux.
+        if old.init.is_none_or(|init| init().is_ok()) {
+            *CURRENT.lock() = old;
+        }
+        return Err(e);
+    }
     // Linux resets the buffer when the tracer changes.
     let buffer = *TRACE_BUFFER.lock();
     if let Some(buffer) = buffer {
         buffer.reset();
-    }
-    if let Some(init) = new.init {
-        init()?;
     }
     *CURRENT.lock() = new;
     Ok(())
@@ -473,8 +482,9 @@ impl OpenFile for TracePipe {
         }
     }
 
-    fn release(&mut self) {
+    fn release(&mut self) -> Result<(), Errno> {
         TRACE_REF.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 

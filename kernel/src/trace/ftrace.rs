@@ -56,6 +56,33 @@ pub static BOOT_NOP_TICKS: AtomicU64 = AtomicU64::new(0);
 /// TSC ticks and sites of the last ftrace_update, for the benchmark.
 pub static LAST_UPDATE: Mutex<(u64, usize)> = Mutex::new((0, 0));
 
+/// Fault injection, for tests of the error paths (Linux: the `fail_function`
+/// fault injection, which makes a function marked ALLOW_ERROR_INJECTION
+/// return an error): how many of the next calls of
+/// [`register_ftrace_function`] and of [`ftrace_update`] fail with ENOMEM
+/// before changing anything. Set with the shell's `fail_function`.
+static FAIL_REGISTER: AtomicU32 = AtomicU32::new(0);
+static FAIL_UPDATE: AtomicU32 = AtomicU32::new(0);
+
+/// Makes the next `times` calls of `func` (`register_ftrace_function` or
+/// `ftrace_update`) fail with ENOMEM; EINVAL for another name.
+pub fn fail_function(func: &str, times: u32) -> Result<(), Errno> {
+    let counter = match func {
+        "register_ftrace_function" => &FAIL_REGISTER,
+        "ftrace_update" => &FAIL_UPDATE,
+        _ => return Err(Errno::EINVAL),
+    };
+    counter.store(times, Ordering::SeqCst);
+    Ok(())
+}
+
+/// True (and one failure used up) if an injected failure is due.
+fn should_fail(counter: &AtomicU32) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
 /// All records, sorted by ip (empty before ftrace_init).
 pub fn records() -> &'static [DynFtrace] {
     RECORDS.get().map(|r| &r[..]).unwrap_or(&[])
@@ -296,6 +323,9 @@ fn op_for(ops: &[&'static FtraceOps]) -> *mut FtraceOps {
 
 /// Adds an ops and patches the sites it wants (Linux: register_ftrace_function).
 pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
+    if should_fail(&FAIL_REGISTER) {
+        return Err(Errno::ENOMEM);
+    }
     let _g = FTRACE_LOCK.lock();
     let p = ops as *const FtraceOps as *mut FtraceOps;
     if OPS_SLOTS.iter().any(|s| s.load(Ordering::Relaxed) == p) {
@@ -308,7 +338,13 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
     let before = registered();
     slot.store(p, Ordering::Release);
     let after = registered();
-    update_locked(&before, &after)
+    let r = update_locked(&before, &after);
+    if r.is_err() {
+        // Not registered after all: nothing may call it.
+        function_trace_op.store(op_for(&before), Ordering::SeqCst);
+        slot.store(core::ptr::null_mut(), Ordering::Release);
+    }
+    r
 }
 
 /// Removes an ops; sites nobody wants any more become NOPs again.
@@ -332,6 +368,9 @@ pub fn unregister_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> 
 
 /// Re-applies every ops' wanted set to the code (after a filter change).
 pub fn ftrace_update() -> Result<(), Errno> {
+    if should_fail(&FAIL_UPDATE) {
+        return Err(Errno::ENOMEM);
+    }
     let _g = FTRACE_LOCK.lock();
     let ops = registered();
     update_locked(&ops, &ops)

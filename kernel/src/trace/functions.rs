@@ -307,13 +307,34 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
     });
     let edit =
         move |f: &mut FtraceFilter, buf: &[u8]| Ok(f.write(file, false, buf, &RecordNames)?);
-    let commit = |f: FtraceFilter| {
-        *FILTER.lock() = f;
-        if let Err(e) = apply_filter() {
-            println!("ftrace: cannot apply the filter: {e:?}");
-        }
-    };
+    let commit = install_filter;
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
+}
+
+/// Installs an edited copy of the filter (when a filter file is closed).
+/// The probes it kept keep the counts that hits used up while it was being
+/// edited. If the code cannot be patched to match, the previous filter
+/// goes back, with its probes' current counts, and the error is returned:
+/// `close()` reports it.
+fn install_filter(mut new: FtraceFilter) -> Result<(), Errno> {
+    let old = {
+        let mut live = FILTER.lock();
+        new.keep_live_counts(&live);
+        core::mem::replace(&mut *live, new)
+    };
+    let Err(e) = apply_filter() else {
+        return Ok(());
+    };
+    {
+        let mut live = FILTER.lock();
+        let mut old = old;
+        old.keep_live_counts(&live);
+        *live = old;
+    }
+    if let Err(e2) = apply_filter() {
+        println!("ftrace: cannot restore the previous filter: {e2}");
+    }
+    Err(e)
 }
 
 /// The pids of a filter, from its text (one per line, or `no pid`).
@@ -356,6 +377,7 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     let commit = |f: PidFilter| {
         pid_store_all(&f);
         *PID_FILTER.lock() = f;
+        Ok(())
     };
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }

@@ -463,6 +463,7 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
         let (filter, hash) = graph_filter(kind);
         hash.store(&f);
         *filter.lock() = f;
+        Ok(())
     };
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
