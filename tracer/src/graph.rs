@@ -12,6 +12,9 @@
 //! (or `} /* func */` when the entry was not seen, or with `funcgraph-tail`).
 //! Each line starts with the optional absolute time, CPU, task and the
 //! duration column with its overhead mark (`+ ! # * @ $`).
+//!
+//! [`GraphOutput`] plugs this into the generic printer as the tracer's
+//! `print_header`/`print_line` (Linux's `graph_trace` in the same file).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -19,10 +22,11 @@ use core::fmt::Write;
 
 use crate::entry::{lat_fmt, Entry, GraphEntEntry, GraphRetEntry, TraceEntry};
 use crate::options::{graph_flags::*, TraceOption, Tracer};
+use crate::output::config::{find_cmdline, truncate_str, OutputConfig};
+use crate::output::format::{trace_find_mark, write_ps};
 use crate::output::header::{print_trace_header, BufferStats, LatencyInfo};
-use crate::output::{
-    find_cmdline, trace_find_mark, truncate_str, write_ps, EventSource, OutputConfig,
-};
+use crate::output::merge::EventSource;
+use crate::output::TracerOutput;
 
 /// Depth of the `enter_funcs[]` matcher (`FTRACE_RETFUNC_DEPTH`).
 pub const FTRACE_RETFUNC_DEPTH: usize = 50;
@@ -590,4 +594,45 @@ pub fn print_graph_headers(
         print_trace_header(out, Tracer::FunctionGraph, stats, lat);
     }
     print_graph_column_headers(out, graph_flags(cfg), latfmt);
+}
+
+/// function_graph's printer for one open `trace`/`trace_pipe` file
+/// (Linux: `graph_trace.print_header`/`print_line`, with the state
+/// `graph_trace_open()` allocates).
+pub struct GraphOutput {
+    state: GraphState,
+}
+
+impl GraphOutput {
+    pub fn new(nr_cpus: usize) -> Self {
+        GraphOutput {
+            state: GraphState::new(nr_cpus),
+        }
+    }
+}
+
+impl TracerOutput for GraphOutput {
+    fn print_header(
+        &self,
+        out: &mut String,
+        cfg: &OutputConfig<'_>,
+        stats: &BufferStats,
+        lat: &LatencyInfo,
+        empty: bool,
+    ) -> bool {
+        print_graph_headers(out, cfg, stats, lat, empty);
+        true
+    }
+
+    fn print_line(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        ts: u64,
+        entry: &Entry,
+        out: &mut String,
+    ) -> bool {
+        self.state.print_line(cfg, src, cpu, ts, entry, out)
+    }
 }

@@ -6,12 +6,17 @@
 extern crate alloc;
 pub mod bench;
 pub mod crc32;
+#[forbid(unsafe_code)]
 pub mod entry;
 pub mod errno;
 pub mod events;
+#[forbid(unsafe_code)]
 pub mod filter;
+#[forbid(unsafe_code)]
 pub mod graph;
 pub mod kallsyms;
+#[forbid(unsafe_code)]
 pub mod options;
+#[forbid(unsafe_code)]
 pub mod output;
 pub mod ring_buffer;

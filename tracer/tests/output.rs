@@ -837,6 +837,7 @@ fn whole_trace_file_helper() {
     tracer::output::write_trace_file(
         &mut out,
         cfg(&o, Tracer::Function, &s, &t, 1),
+        None,
         &stats,
         &Default::default(),
         &mut m,

@@ -256,13 +256,7 @@ fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>,
     let mut text = String::new();
     if flags.readable() {
         trace::trace_iter_open(tr);
-        control::print_trace_header(
-            &mut text,
-            control::current_tracer(),
-            tr.buffer.entries(),
-            tr.buffer.entries_written(),
-        );
-        trace::print_trace_events_cpu(tr, Some(cpu), &mut text);
+        trace::print_trace(tr, control::current_tracer(), Some(cpu), &mut text);
     }
     let mut file = SeqFile::new(text);
     if flags.readable() {

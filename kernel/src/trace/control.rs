@@ -1,10 +1,11 @@
 //! The top-level tracefs control files and the tracer registry
 //! (Linux: kernel/trace/trace.c: `register_tracer`, `tracing_set_tracer`,
-//! `tracing_on`, `s_show`'s header, `readme_msg`).
+//! `tracing_on`, `tracing_read_pipe`, `readme_msg`).
 //!
 //! A tracer is a [`Tracer`]: a name plus hooks that run when it becomes the
 //! current tracer (`init`), stops being it (`reset`), and when `tracing_on`
-//! flips (`start`/`stop`). [`register_tracer`] adds one to the list shown by
+//! flips (`start`/`stop`), and optionally its own printer (`output`).
+//! [`register_tracer`] adds one to the list shown by
 //! `available_tracers`; like Linux it is pushed at the front, so the newest
 //! tracer is listed first and `nop` (registered at boot) last.
 //!
@@ -14,10 +15,10 @@
 //!   trailing whitespace (echo's newline) removed; unknown name: EINVAL.
 //! - `tracing_on`: `0`/`1`; a write is a decimal number (kstrtoul), zero turns
 //!   recording off, anything else on, as Linux's `rb_simple_write`.
-//! - `trace`: the header `s_show` prints, then the events. The events and the
-//!   entry counts come from the ring buffer through [`set_trace_buffer`];
-//!   until one is installed the buffer is empty (0/0). Opening `trace` for
-//!   writing with `O_TRUNC` (`echo > trace`) clears the buffer.
+//! - `trace`: the header, then the events, as `tracer::output` prints them
+//!   from the ring buffer installed with [`set_trace_buffer`] (until then
+//!   the file is empty). Opening `trace` for writing with `O_TRUNC`
+//!   (`echo > trace`) clears the buffer.
 //! - `trace_pipe`: the same lines without a header, consumed as they are
 //!   read; a reader blocks while the buffer is empty (Ctrl-C: EINTR),
 //!   O_NONBLOCK gives EAGAIN, and once something was read, an empty buffer
@@ -29,10 +30,10 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
+use tracer::output::{IterState, TracerOutput};
 
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -55,9 +56,10 @@ pub struct Tracer {
     /// Run when `tracing_on` is set to 1 / 0 while this tracer is current.
     pub start: Option<fn()>,
     pub stop: Option<fn()>,
-    /// Replaces the default `trace` header (function_graph has its own).
-    /// Receives the output, the entries in the buffer and the entries written.
-    pub print_header: Option<fn(&mut String, u64, u64)>,
+    /// The tracer's own printer for one open `trace`/`trace_pipe` file,
+    /// made for the given number of CPUs (Linux's `open`, `print_header`
+    /// and `print_line` hooks); None prints with the default printer only.
+    pub output: Option<fn(usize) -> Box<dyn TracerOutput>>,
 }
 
 /// The tracer that traces nothing (Linux: kernel/trace/trace_nop.c).
@@ -67,7 +69,7 @@ pub static NOP_TRACE: Tracer = Tracer {
     reset: None,
     start: None,
     stop: None,
-    print_header: None,
+    output: None,
 };
 
 /// Registered tracers, newest first (Linux's `trace_types` list).
@@ -81,30 +83,26 @@ static TRACE_TYPES_LOCK: Mutex<()> = Mutex::new(());
 /// Linux's `ring_buffer_record_on/off` state as seen by `tracing_on`. On at boot.
 pub(crate) static TRACING_ON: AtomicBool = AtomicBool::new(true);
 
-/// What the `trace` file needs from the ring buffer.
+/// What the `trace` and `trace_pipe` files need from the ring buffer.
 pub trait TraceBuffer: Send + Sync {
-    /// (entries in the buffer, entries written since the last reset),
-    /// summed over the CPUs (Linux's `get_total_entries`).
-    fn entries(&self) -> (u64, u64);
     /// Empties every CPU's buffer (`echo > trace`).
     fn reset(&self);
-    /// Appends the event lines, oldest first, as the `trace` file shows them.
-    fn print_events(&self, out: &mut String);
+    /// Appends the text of `trace` (header and events) as `tracer` prints it.
+    fn print_trace(&self, tracer: &Tracer, out: &mut String);
     /// True if no event is waiting to be consumed.
     fn is_empty(&self) -> bool;
-    /// Removes the oldest event of all CPUs and appends its `trace_pipe`
-    /// line (same text as in `trace`, preceded by `CPU:%d [LOST %lu EVENTS]`
-    /// if events were lost); false if the buffer is empty.
-    fn consume_event(&self, out: &mut String) -> bool;
     /// As [`is_empty`](Self::is_empty) for one CPU (`per_cpu/cpuN/trace_pipe`).
     fn is_empty_cpu(&self, cpu: usize) -> bool;
-    /// As [`consume_event`](Self::consume_event) for one CPU.
-    fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool;
     /// `trace` was opened for reading (pauses recording with the
     /// `pause-on-trace` option).
     fn iter_open(&self);
     /// That reader closed it.
     fn iter_release(&self);
+    /// The state of a `trace_pipe` opened while `tracer` is current.
+    fn open_pipe(&self, tracer: &Tracer) -> IterState;
+    /// Consumes the oldest events of `cpu` (all if None) and appends their
+    /// `trace_pipe` lines, until `out` holds `limit` bytes or none is left.
+    fn read_pipe(&self, state: &mut IterState, cpu: Option<usize>, out: &mut String, limit: usize);
 }
 
 /// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
@@ -117,26 +115,6 @@ pub fn wake_pipe_readers() {
 }
 
 static TRACE_BUFFER: Mutex<Option<&'static dyn TraceBuffer>> = Mutex::new(None);
-
-/// A tracer's own `trace_pipe` reader: printer state kept from one event to
-/// the next (function_graph's per-CPU depth, leaf look-ahead and last pid).
-/// Linux: the tracer's `pipe_open` hook and the iterator's private data.
-pub trait PipeReader: Send {
-    /// As [`TraceBuffer::consume_event`].
-    fn consume_event(&mut self, out: &mut String) -> bool;
-}
-
-/// Creates a tracer's [`PipeReader`] when `trace_pipe` is opened.
-pub type PipeOpen = fn() -> Box<dyn PipeReader>;
-
-/// Tracers with a [`PipeReader`]: (tracer name, open hook).
-static PIPE_OPENERS: Mutex<Vec<(&'static str, PipeOpen)>> = Mutex::new(Vec::new());
-
-/// Gives the tracer called `name` its own `trace_pipe` reader, created when
-/// the pipe is opened while it is the current tracer.
-pub fn register_pipe_open(name: &'static str, open: PipeOpen) {
-    PIPE_OPENERS.lock().push((name, open));
-}
 
 /// Installs the ring buffer that `trace` shows.
 pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
@@ -241,71 +219,11 @@ pub fn tracing_off() {
     }
 }
 
-/// Appends `# tracer: NAME` and the default header to `out`
-/// (Linux: `s_show` + `print_func_help_header_irq` with irq-info on and
-/// record-tgid off, the defaults).
-pub fn print_trace_header(out: &mut String, tracer: &Tracer, entries: u64, written: u64) {
-    let _ = writeln!(out, "# tracer: {}", tracer.name);
-    out.push_str("#\n");
-    match tracer.print_header {
-        Some(print) => print(out, entries, written),
-        None => print_func_help_header_irq(out, entries, written),
-    }
-}
-
-/// The default header for an event list (Linux: `print_event_info` +
-/// `print_func_help_header_irq`; `prec` is 2 without record-tgid).
-pub fn print_func_help_header_irq(out: &mut String, entries: u64, written: u64) {
-    let _ = writeln!(
-        out,
-        "# entries-in-buffer/entries-written: {}/{}   #P:{}",
-        entries,
-        written,
-        crate::arch::nr_cpus()
-    );
-    out.push_str("#\n");
-    let space = &"            "[..2];
-    let _ = writeln!(
-        out,
-        "#                            {space}  _-----=> irqs-off/BH-disabled"
-    );
-    let _ = writeln!(
-        out,
-        "#                            {space} / _----=> need-resched"
-    );
-    let _ = writeln!(
-        out,
-        "#                            {space}| / _---=> hardirq/softirq"
-    );
-    let _ = writeln!(
-        out,
-        "#                            {space}|| / _--=> preempt-depth"
-    );
-    let _ = writeln!(
-        out,
-        "#                            {space}||| / _-=> migrate-disable"
-    );
-    let _ = writeln!(out, "#                            {space}|||| /     delay");
-    let tgid = &"     TGID   "[..2];
-    let _ = writeln!(
-        out,
-        "#           TASK-PID  {tgid} CPU#  |||||  TIMESTAMP  FUNCTION"
-    );
-    let tgid_bar = &"       |    "[..2];
-    let _ = writeln!(
-        out,
-        "#              | |    {tgid_bar}   |   |||||     |         |"
-    );
-}
-
 /// The text of `trace`: header, then the events.
 fn trace_show() -> String {
-    let buffer = *TRACE_BUFFER.lock();
-    let (entries, written) = buffer.map_or((0, 0), |b| b.entries());
     let mut out = String::new();
-    print_trace_header(&mut out, current_tracer(), entries, written);
-    if let Some(buffer) = buffer {
-        buffer.print_events(&mut out);
+    if let Some(buffer) = trace_buffer() {
+        buffer.print_trace(current_tracer(), &mut out);
     }
     out
 }
@@ -418,9 +336,9 @@ struct TracePipe {
     /// Something has been returned (Linux's `iter->pos != 0`).
     has_read: bool,
     nonblock: bool,
-    /// The current tracer's reader, if it has one (the tracer cannot change
-    /// while the pipe is open). Only for the all-CPU pipe.
-    reader: Option<Box<dyn PipeReader>>,
+    /// The printer's state, kept from one read to the next (the tracer
+    /// cannot change while the pipe is open).
+    iter: IterState,
     /// `Some(n)` for `per_cpu/cpuN/trace_pipe` (Linux's `iter->cpu_file`).
     cpu: Option<usize>,
 }
@@ -452,17 +370,7 @@ impl OpenFile for TracePipe {
             if let Some(buffer) = trace_buffer() {
                 // Consume events until the reader's buffer is full.
                 let mut text = String::new();
-                match (self.reader.as_mut(), self.cpu) {
-                    (_, Some(c)) => {
-                        while text.len() < buf.len() && buffer.consume_event_cpu(c, &mut text) {}
-                    }
-                    (Some(r), None) => {
-                        while text.len() < buf.len() && r.consume_event(&mut text) {}
-                    }
-                    (None, None) => {
-                        while text.len() < buf.len() && buffer.consume_event(&mut text) {}
-                    }
-                }
+                buffer.read_pipe(&mut self.iter, self.cpu, &mut text, buf.len());
                 if !text.is_empty() {
                     self.pending = text.into_bytes();
                     self.pos = 0;
@@ -493,29 +401,23 @@ fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 }
 
 /// Opens `trace_pipe` (`cpu` None) or `per_cpu/cpuN/trace_pipe` (Linux:
-/// `tracing_open_pipe`). A per-CPU pipe prints with the default printer:
-/// a tracer's own [`PipeReader`] follows all CPUs.
+/// `tracing_open_pipe`), printed by the current tracer's printer.
 pub fn trace_pipe_open_cpu(
     cpu: Option<usize>,
     flags: OpenFlags,
 ) -> Result<Box<dyn OpenFile>, Errno> {
     let _guard = TRACE_TYPES_LOCK.lock();
     TRACE_REF.fetch_add(1, Ordering::SeqCst);
-    let name = current_tracer().name;
-    let open = match cpu {
-        Some(_) => None,
-        None => PIPE_OPENERS
-            .lock()
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, open)| *open),
+    let iter = match trace_buffer() {
+        Some(b) => b.open_pipe(current_tracer()),
+        None => IterState::new(0, false, None),
     };
     Ok(Box::new(TracePipe {
         pending: Vec::new(),
         pos: 0,
         has_read: false,
         nonblock: flags.nonblock(),
-        reader: open.map(|open| open()),
+        iter,
         cpu,
     }))
 }

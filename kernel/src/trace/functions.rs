@@ -291,7 +291,7 @@ pub static FUNCTION_TRACE: Tracer = Tracer {
     reset: Some(function_trace_reset),
     start: None,
     stop: None,
-    print_header: None,
+    output: None,
 };
 
 fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {

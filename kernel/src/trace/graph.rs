@@ -8,7 +8,8 @@
 //! true, so the core hijacks the return address; when the function returns,
 //! [`trace_graph_return`] records TRACE_GRAPH_RET `{func, depth, overrun,
 //! calltime, rettime}`. The `tracer` crate turns those pairs back into
-//! Linux's nested text (`func() {`, `func();` for a leaf, `}`).
+//! Linux's nested text (`func() {`, `func();` for a leaf, `}`): this tracer
+//! hands its printer, `tracer::graph::GraphOutput`, to the generic one.
 //!
 //! What decides whether a call is wanted, in Linux's order:
 //! 1. inside a `set_graph_notrace` function: nothing below it is traced;
@@ -24,28 +25,23 @@
 //!    calls that lasted at least that long.
 use alloc::boxed::Box;
 use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use spin::{Lazy, Mutex, Once};
 use tracer::entry::{GraphEntEntry, GraphRetEntry, TRACE_GRAPH_ENT, TRACE_GRAPH_RET};
 use tracer::filter::{GraphFile, GraphFilter};
+use tracer::graph::GraphOutput;
 use tracer::options::{graph_flags, Tracer as TracerKind};
-use tracer::output::header::{BufferStats, LatencyInfo};
-use tracer::output::merge::TraceRecord;
-use tracer::output::{EventSource, NoTasks, OutputConfig, TraceIter};
+use tracer::output::TracerOutput;
 
-use super::control::{self, PipeReader, Tracer};
+use super::control::{self, Tracer};
 use super::fgraph::{
     self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack, GRAPH_OPS,
 };
 use super::ftrace;
 use super::functions::{RecordNames, FILTER};
-use super::trace::{
-    global_trace, output_config, trace_buffer_write_at, trace_entry_word, KernelSymbols, TaskTable,
-    TraceArray,
-};
+use super::trace::{global_trace, trace_buffer_write_at, trace_entry_word};
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
@@ -315,27 +311,10 @@ fn graph_trace_reset() {
     fgraph::unregister_ftrace_graph(&FUNCGRAPH_OPS);
 }
 
-/// `print_graph_headers`: the column titles instead of the default header.
-fn graph_print_header(out: &mut String, entries: u64, written: u64) {
-    let Some(tr) = global_trace() else { return };
-    let options = tr.options.lock().clone();
-    let cfg = OutputConfig::new(
-        &options,
-        TracerKind::FunctionGraph,
-        &KernelSymbols,
-        &NoTasks,
-        tr.nr_cpus as u32,
-    );
-    let stats = BufferStats {
-        entries,
-        written,
-        online_cpus: crate::arch::nr_cpus() as u32,
-    };
-    let lat = LatencyInfo {
-        preempt_model: "preempt",
-        ..LatencyInfo::default()
-    };
-    tracer::graph::print_graph_headers(out, &cfg, &stats, &lat, entries == 0);
+/// The printer of one open `trace`/`trace_pipe` file (Linux:
+/// `graph_trace_open` and `print_graph_function`/`print_graph_headers`).
+fn graph_output(nr_cpus: usize) -> Box<dyn TracerOutput> {
+    Box::new(GraphOutput::new(nr_cpus))
 }
 
 /// The function_graph tracer (Linux: graph_trace).
@@ -345,7 +324,7 @@ pub static GRAPH_TRACE: Tracer = Tracer {
     reset: Some(graph_trace_reset),
     start: None,
     stop: None,
-    print_header: Some(graph_print_header),
+    output: Some(graph_output),
 };
 
 /// Keeps the callbacks' copies of the graph options current (called when
@@ -356,84 +335,6 @@ pub fn options_changed() {
         SKIP_IRQS.store(flags & graph_flags::PRINT_IRQS == 0, Ordering::Relaxed);
         update_graph_slow();
     }
-}
-
-// ---------------------------------------------------------------------------
-// trace_pipe: function_graph keeps per-CPU printer state across reads
-// (Linux: graph_trace_open as the tracer's pipe_open).
-
-/// Events of the ring buffer as the printer's event source, consuming.
-struct RingSource<'a> {
-    tr: &'a TraceArray,
-    peeked: Vec<Option<TraceRecord>>,
-}
-
-fn record(ts: u64, payload: &[u8], lost: u64) -> TraceRecord {
-    let mut r = TraceRecord::new(ts, payload.to_vec());
-    r.lost_events = lost;
-    r
-}
-
-impl EventSource for RingSource<'_> {
-    fn next_event(&mut self) -> Option<(usize, TraceRecord)> {
-        let (_, cpu) = (0..self.tr.nr_cpus)
-            .filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| (ts, c)))
-            .min()?;
-        self.next_cpu(cpu).map(|r| (cpu, r))
-    }
-    fn peek_next_ts(&mut self) -> Option<u64> {
-        (0..self.tr.nr_cpus)
-            .filter_map(|c| self.tr.buffer.peek_with(c, |ts, _, _| ts))
-            .min()
-    }
-    fn peek_cpu(&mut self, cpu: usize) -> Option<&TraceRecord> {
-        let slot = self.peeked.get_mut(cpu)?;
-        if slot.is_none() {
-            *slot = self.tr.buffer.peek_with(cpu, record);
-        }
-        slot.as_ref()
-    }
-    fn next_cpu(&mut self, cpu: usize) -> Option<TraceRecord> {
-        if let Some(slot) = self.peeked.get_mut(cpu) {
-            *slot = None;
-        }
-        self.tr.buffer.consume_with(cpu, record)
-    }
-}
-
-/// An open trace_pipe while function_graph is the tracer.
-struct GraphPipe {
-    graph: tracer::graph::GraphState,
-}
-
-impl PipeReader for GraphPipe {
-    fn consume_event(&mut self, out: &mut String) -> bool {
-        let Some(tr) = global_trace() else {
-            return false;
-        };
-        let mut src = RingSource {
-            tr,
-            peeked: (0..tr.nr_cpus).map(|_| None).collect(),
-        };
-        let Some((cpu, rec)) = src.next_event() else {
-            return false;
-        };
-        let options = tr.options.lock().clone();
-        let tasks = TaskTable::snapshot();
-        let cfg = output_config(tr, TracerKind::FunctionGraph, &options, &tasks);
-        let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
-        core::mem::swap(&mut iter.graph, &mut self.graph);
-        iter.print_record(&mut src, cpu, &rec, out);
-        core::mem::swap(&mut iter.graph, &mut self.graph);
-        true
-    }
-}
-
-fn graph_pipe_open() -> Box<dyn PipeReader> {
-    let nr = global_trace().map_or(1, |tr| tr.nr_cpus);
-    Box::new(GraphPipe {
-        graph: tracer::graph::GraphState::new(nr),
-    })
 }
 
 // ---------------------------------------------------------------------------
@@ -471,7 +372,6 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&GRAPH_TRACE)?;
-    control::register_pipe_open(GRAPH_TRACE.name, graph_pipe_open);
     tracefs::create_file(root, "set_graph_function", TRACE_MODE_WRITE, |f| {
         graph_file_open(GraphFile::Function, f)
     })?;

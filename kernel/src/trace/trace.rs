@@ -4,7 +4,10 @@
 //! Writers (the tracers' callbacks) run with preemption off on the CPU they
 //! write for: [`trace_buffer_write`] reserves an event in this CPU's ring
 //! buffer, fills it and commits it. Readers turn events back into Linux's
-//! text with the `tracer` crate's printer, merging the CPUs by time stamp.
+//! text with the `tracer` crate's printer (`tracer::output`), which merges
+//! the CPUs by time stamp: this file only hands it one reader per CPU (a
+//! non-consuming iterator for `trace`, a consuming reader for `trace_pipe`)
+//! and the current tracer's printer.
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -13,8 +16,11 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering}
 use spin::{Mutex, Once};
 use tracer::entry::{IrqContext, TraceCtx, TraceEntry};
 use tracer::options::{TraceOptions, Tracer as TracerKind};
-use tracer::output::merge::{Merger, TraceRecord};
-use tracer::output::{OutputConfig, SymbolResolver, TaskNames, TraceIter};
+use tracer::output::header::{BufferStats, LatencyInfo};
+use tracer::output::merge::{CpuReader, Merger, TraceRecord};
+use tracer::output::{
+    write_trace_file, IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter,
+};
 use tracer::ring_buffer::RingBuffer;
 
 use super::control::{self, TraceBuffer};
@@ -390,29 +396,64 @@ pub fn current_tracer_kind() -> TracerKind {
     TracerKind::from_name(control::current_tracer().name).unwrap_or(TracerKind::Nop)
 }
 
-/// Reads the events of `cpus` (all if None) without consuming them
-/// (recording pauses on a CPU while it is read, as Linux's `trace` did
-/// before 5.x). Other CPUs get an empty stream, so that the printer's CPU
-/// numbers stay right.
-fn collect_records(tr: &TraceArray, cpus: Option<usize>) -> Vec<alloc::vec::IntoIter<TraceRecord>> {
-    (0..tr.nr_cpus)
-        .map(|cpu| {
-            let mut v = Vec::new();
-            if cpus.is_none_or(|c| c == cpu) {
-                if let Some(mut it) = tr.buffer.iter(cpu) {
-                    while let Some(r) = it.next_with(|ts, p| TraceRecord::new(ts, p.to_vec())) {
-                        v.push(r);
-                    }
-                }
-            }
-            v.into_iter()
-        })
-        .collect()
+/// The records of one CPU of the ring buffer for `trace` (Linux: a
+/// `ring_buffer_iter`): not consumed, and recording on that CPU pauses
+/// while the reader lives. `cpu` None, or a CPU that is not shown, gives an
+/// empty reader.
+fn iter_reader(
+    tr: &TraceArray,
+    cpu: Option<usize>,
+) -> core::iter::Peekable<impl Iterator<Item = TraceRecord> + '_> {
+    let mut it = cpu.and_then(|c| tr.buffer.iter(c));
+    core::iter::from_fn(move || {
+        it.as_mut()?
+            .next_with(|ts, p| TraceRecord::new(ts, p.to_vec()))
+    })
+    .peekable()
+}
+
+/// The records of one CPU for `trace_pipe` (Linux: `ring_buffer_peek` and
+/// `ring_buffer_consume`): taking one consumes it. A CPU that is not shown
+/// (`shown` false) reads as empty.
+struct ConsumingReader<'a> {
+    buffer: &'a RingBuffer,
+    cpu: usize,
+    shown: bool,
+    peeked: Option<TraceRecord>,
+}
+
+fn record(ts: u64, payload: &[u8], lost: u64) -> TraceRecord {
+    let mut r = TraceRecord::new(ts, payload.to_vec());
+    r.lost_events = lost;
+    r
+}
+
+impl CpuReader for ConsumingReader<'_> {
+    fn peek(&mut self) -> Option<&TraceRecord> {
+        if self.peeked.is_none() && self.shown {
+            self.peeked = self.buffer.peek_with(self.cpu, record);
+        }
+        self.peeked.as_ref()
+    }
+    fn peek_ts(&mut self) -> Option<u64> {
+        match &self.peeked {
+            Some(r) => Some(r.ts),
+            None if self.shown => self.buffer.peek_with(self.cpu, |ts, _, _| ts),
+            None => None,
+        }
+    }
+    fn next(&mut self) -> Option<TraceRecord> {
+        self.peeked = None;
+        if !self.shown {
+            return None;
+        }
+        self.buffer.consume_with(self.cpu, record)
+    }
 }
 
 /// The printer's configuration for this trace array and tracer `kind`:
 /// clock, symbols, task names and the irq-entry range.
-pub(crate) fn output_config<'a>(
+fn output_config<'a>(
     tr: &TraceArray,
     kind: TracerKind,
     options: &'a TraceOptions,
@@ -424,88 +465,134 @@ pub(crate) fn output_config<'a>(
     cfg
 }
 
-/// Prints the event lines of `trace` (no header).
-pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
-    print_trace_events_cpu(tr, None, out);
+/// The state of a `trace` or `trace_pipe` file opened while `tracer` is
+/// current: its printer (Linux's `tracer->open`), if it has one.
+fn open_iter(tr: &TraceArray, tracer: &control::Tracer, overruns: bool) -> IterState {
+    let output = tracer.output.map(|open| open(tr.nr_cpus));
+    IterState::new(tr.nr_cpus, overruns, output)
 }
 
-/// Prints the event lines of `trace` (`cpus` None) or of
-/// `per_cpu/cpuN/trace` (`Some(n)`), without a header.
-pub fn print_trace_events_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) {
-    let options = tr.options.lock().clone();
-    let tasks = TaskTable::snapshot();
-    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
+/// What the latency-format header shows for this kernel: no latency
+/// tracer yet, so the latency and the task are zero, as Linux prints them
+/// for the function tracers.
+fn latency_info() -> LatencyInfo {
+    LatencyInfo {
+        release: String::from(env!("CARGO_PKG_VERSION")),
+        // Tasks are preempted on interrupt exit whenever preempt_count is 0.
+        preempt_model: "preempt",
+        ..LatencyInfo::default()
+    }
+}
+
+/// The text of `trace` (`cpu` None) or of `per_cpu/cpuN/trace`: the header
+/// and the events, printed by `tracer` and the default printer.
+pub fn print_trace(
+    tr: &TraceArray,
+    tracer: &control::Tracer,
+    cpu: Option<usize>,
+    out: &mut String,
+) {
+    let stats = BufferStats {
+        entries: tr.buffer.entries(),
+        written: tr.buffer.entries_written(),
+        online_cpus: arch::nr_cpus() as u32,
+    };
+    let shown = |c: usize| cpu.is_none_or(|x| x == c);
     let overruns = (0..tr.nr_cpus)
-        .filter(|c| cpus.is_none_or(|x| x == *c))
+        .filter(|c| shown(*c))
         .any(|c| tr.buffer.overrun_cpu(c) != 0);
-    let mut merger = Merger::new(collect_records(tr, cpus));
-    let mut iter = TraceIter::new(cfg, tr.nr_cpus, overruns);
-    iter.print_all(&mut merger, out);
+    let options = tr.options.lock().clone();
+    let tasks = TaskTable::snapshot();
+    let kind = TracerKind::from_name(tracer.name).unwrap_or(TracerKind::Nop);
+    let cfg = output_config(tr, kind, &options, &tasks);
+    let output = tracer.output.map(|open| open(tr.nr_cpus));
+    let mut src = Merger::from_readers(
+        (0..tr.nr_cpus)
+            .map(|c| iter_reader(tr, shown(c).then_some(c)))
+            .collect(),
+    );
+    write_trace_file(
+        out,
+        cfg,
+        output,
+        &stats,
+        &latency_info(),
+        &mut src,
+        tr.nr_cpus,
+        overruns,
+    );
 }
 
-/// Consumes the oldest event over all CPUs and prints its trace_pipe line.
-pub fn consume_one(tr: &TraceArray, out: &mut String) -> bool {
-    consume_one_cpu(tr, None, out)
-}
-
-/// Consumes the oldest event of `cpus` (all if None) and prints its
-/// trace_pipe line, after `CPU:N [LOST M EVENTS]` if events were lost.
-pub fn consume_one_cpu(tr: &TraceArray, cpus: Option<usize>, out: &mut String) -> bool {
-    let next = (0..tr.nr_cpus)
-        .filter(|c| cpus.is_none_or(|x| x == *c))
-        .filter_map(|c| tr.buffer.peek_with(c, |ts, _, _| (ts, c)))
-        .min();
-    let Some((_, cpu)) = next else {
-        return false;
-    };
-    let Some(rec) = tr.buffer.consume_with(cpu, |ts, p, lost| {
-        let mut r = TraceRecord::new(ts, p.to_vec());
-        r.lost_events = lost;
-        r
-    }) else {
-        return false;
-    };
+/// The event lines of `trace` for the current tracer, without the header.
+pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
-    // No look-ahead for trace_pipe's default printer: empty streams.
-    let streams: Vec<alloc::vec::IntoIter<TraceRecord>> =
-        (0..tr.nr_cpus).map(|_| Vec::new().into_iter()).collect();
-    let mut merger = Merger::new(streams);
-    let mut iter = TraceIter::new(cfg, tr.nr_cpus, false);
-    iter.print_record(&mut merger, cpu, &rec, out);
-    true
+    let overruns = (0..tr.nr_cpus).any(|c| tr.buffer.overrun_cpu(c) != 0);
+    let state = open_iter(tr, control::current_tracer(), overruns);
+    let mut src = Merger::from_readers((0..tr.nr_cpus).map(|c| iter_reader(tr, Some(c))).collect());
+    TraceIter::resume(cfg, state).print_all(&mut src, out);
+}
+
+/// Consumes events of `cpu` (all if None) in time order and prints their
+/// `trace_pipe` lines (each after `CPU:N [LOST M EVENTS]` if events were
+/// lost) until `out` holds at least `limit` bytes or none is left. `state`
+/// is the open pipe's, kept from one read to the next.
+pub fn read_pipe(
+    tr: &TraceArray,
+    state: &mut IterState,
+    cpu: Option<usize>,
+    out: &mut String,
+    limit: usize,
+) {
+    let options = tr.options.lock().clone();
+    let tasks = TaskTable::snapshot();
+    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
+    let mut src = Merger::from_readers(
+        (0..tr.nr_cpus)
+            .map(|c| ConsumingReader {
+                buffer: &tr.buffer,
+                cpu: c,
+                shown: cpu.is_none_or(|x| x == c),
+                peeked: None,
+            })
+            .collect(),
+    );
+    let held = core::mem::replace(state, IterState::new(0, false, None));
+    let mut it = TraceIter::resume(cfg, held);
+    while out.len() < limit && it.print_line(&mut src, out) {}
+    *state = it.into_state();
 }
 
 struct GlobalBuffer;
 
 impl TraceBuffer for GlobalBuffer {
-    fn entries(&self) -> (u64, u64) {
-        global_trace().map_or((0, 0), |tr| {
-            (tr.buffer.entries(), tr.buffer.entries_written())
-        })
-    }
     fn reset(&self) {
         if let Some(tr) = global_trace() {
             tr.buffer.reset();
         }
     }
-    fn print_events(&self, out: &mut String) {
+    fn print_trace(&self, tracer: &control::Tracer, out: &mut String) {
         if let Some(tr) = global_trace() {
-            print_trace_events(tr, out);
+            print_trace(tr, tracer, None, out);
         }
     }
     fn is_empty(&self) -> bool {
         global_trace().is_none_or(|tr| tr.buffer.is_empty())
     }
-    fn consume_event(&self, out: &mut String) -> bool {
-        global_trace().is_some_and(|tr| consume_one(tr, out))
-    }
     fn is_empty_cpu(&self, cpu: usize) -> bool {
         global_trace().is_none_or(|tr| tr.buffer.empty_cpu(cpu))
     }
-    fn consume_event_cpu(&self, cpu: usize, out: &mut String) -> bool {
-        global_trace().is_some_and(|tr| consume_one_cpu(tr, Some(cpu), out))
+    fn open_pipe(&self, tracer: &control::Tracer) -> IterState {
+        match global_trace() {
+            Some(tr) => open_iter(tr, tracer, false),
+            None => IterState::new(0, false, None),
+        }
+    }
+    fn read_pipe(&self, state: &mut IterState, cpu: Option<usize>, out: &mut String, limit: usize) {
+        if let Some(tr) = global_trace() {
+            read_pipe(tr, state, cpu, out, limit);
+        }
     }
     fn iter_open(&self) {
         if let Some(tr) = global_trace() {

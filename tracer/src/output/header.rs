@@ -1,16 +1,16 @@
-//! The header at the top of the `trace` file (Linux 6.6 trace.c: `s_show()`,
+//! The default header at the top of the `trace` file (Linux trace.c:
 //! `trace_default_header()`, `print_event_info()`,
 //! `print_func_help_header[_irq]()`, `print_trace_header()`,
-//! `print_lat_help_header()`; function_graph's own header is in
-//! [`crate::graph::print_graph_headers`]).
+//! `print_lat_help_header()`). A tracer with its own header (Linux's
+//! `print_header` hook) prints it instead; the
+//! latency banner [`print_trace_header`] is shared.
 //!
 //! `trace_pipe` prints no header at all.
 
 use alloc::string::String;
 use core::fmt::Write;
 
-use super::OutputConfig;
-use crate::graph;
+use super::config::{truncate_str, OutputConfig};
 use crate::options::{TraceOption, Tracer};
 
 /// Buffer counters shown in the header.
@@ -164,7 +164,7 @@ pub fn print_trace_header(
     let _ = writeln!(
         out,
         "#    | task: {}-{} (uid:{} nice:{} policy:{} rt_prio:{})",
-        super::truncate_str(&lat.comm, 16),
+        truncate_str(&lat.comm, 16),
         lat.pid,
         lat.uid,
         lat.nice,
@@ -173,26 +173,6 @@ pub fn print_trace_header(
     );
     out.push_str("#    -----------------\n");
     out.push_str("#\n");
-}
-
-/// The whole header of the `trace` file for the configured tracer:
-/// `# tracer: <name>`, `#`, then the tracer's header (function_graph) or the
-/// default one. `empty` tells whether the buffers hold no event (the
-/// latency-format header is skipped then).
-pub fn print_header(
-    out: &mut String,
-    cfg: &OutputConfig<'_>,
-    stats: &BufferStats,
-    lat: &LatencyInfo,
-    empty: bool,
-) {
-    let _ = writeln!(out, "# tracer: {}", cfg.tracer.name());
-    out.push_str("#\n");
-    if cfg.tracer == Tracer::FunctionGraph {
-        graph::print_graph_headers(out, cfg, stats, lat, empty);
-        return;
-    }
-    trace_default_header(out, cfg, stats, lat, empty);
 }
 
 /// `trace_default_header()`.

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 
 use tracer::entry::*;
+use tracer::graph::GraphOutput;
 use tracer::options::{TraceOptions, Tracer};
-use tracer::output::header::{print_header, BufferStats, LatencyInfo};
+use tracer::output::header::{BufferStats, LatencyInfo};
 use tracer::output::merge::{Merger, TraceRecord};
-use tracer::output::{OutputConfig, SymbolResolver, TaskNames, TraceIter};
+use tracer::output::{IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter, TracerOutput};
 
 /// Symbols as (start, size, name).
 pub struct Syms(pub Vec<(u64, u64, String)>);
@@ -129,11 +130,25 @@ pub fn stack_rec(ts: u64, ent: TraceEntry, callers: &[u64]) -> TraceRecord {
     )
 }
 
+/// The tracer's own printer, as the kernel registers it with the tracer.
+pub fn tracer_output(t: Tracer, nr_cpus: usize) -> Option<Box<dyn TracerOutput>> {
+    match t {
+        Tracer::FunctionGraph => Some(Box::new(GraphOutput::new(nr_cpus))),
+        Tracer::Nop | Tracer::Function => None,
+    }
+}
+
+/// An iterator over `nr_cpus` CPUs with the configured tracer's printer.
+pub fn iter(cfg: OutputConfig<'_>, nr_cpus: usize, overruns: bool) -> TraceIter<'_> {
+    let t = tracer_output(cfg.tracer, nr_cpus);
+    TraceIter::resume(cfg, IterState::new(nr_cpus, overruns, t))
+}
+
 /// Prints every event of the per-CPU streams (no header), as trace_pipe.
 pub fn render(cfg: OutputConfig<'_>, cpus: Vec<Vec<TraceRecord>>) -> String {
     let n = cpus.len();
     let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
-    let mut it = TraceIter::new(cfg, n, false);
+    let mut it = iter(cfg, n, false);
     let mut out = String::new();
     it.print_all(&mut m, &mut out);
     out
@@ -146,9 +161,19 @@ pub fn render_trace(
     cpus: Vec<Vec<TraceRecord>>,
 ) -> String {
     let mut out = String::new();
-    let empty = cpus.iter().all(|c| c.is_empty());
-    print_header(&mut out, &cfg, &stats, &LatencyInfo::default(), empty);
-    out.push_str(&render(cfg, cpus));
+    let n = cpus.len();
+    let t = tracer_output(cfg.tracer, n);
+    let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
+    tracer::output::write_trace_file(
+        &mut out,
+        cfg,
+        t,
+        &stats,
+        &LatencyInfo::default(),
+        &mut m,
+        n,
+        false,
+    );
     out
 }
 
