@@ -174,3 +174,27 @@ fn header_follows_irq_info_record_tgid_and_latency_format() {
     k.run(&format!("echo > {T}/trace"));
     assert_eq!(cat(&mut k).replace('\r', ""), "# tracer: function\n#\n");
 }
+
+/// `hash-ptr` (how trace events print `%p`: no record here prints a
+/// pointer) and `fields` (not in Linux 6.1) are unknown names: not listed,
+/// no file, EINVAL when written.
+#[test]
+fn hash_ptr_and_fields_are_unknown() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let files = k.run(&format!("ls {T}/options")).replace('\r', "");
+    let listed = k.run(&format!("cat {T}/trace_options")).replace('\r', "");
+    assert!(listed.lines().any(|l| l == "noraw"), "{listed}");
+    for name in ["hash-ptr", "fields"] {
+        assert!(!files.split_whitespace().any(|f| f == name), "{files}");
+        let no = format!("no{name}");
+        assert!(!listed.lines().any(|l| l == name || l == no), "{listed}");
+        for w in [name, no.as_str()] {
+            let r = k.run(&format!("echo {w} > {T}/trace_options"));
+            assert_eq!(
+                r.replace('\r', ""),
+                "sh: echo: write error: Invalid argument\n",
+                "{w}"
+            );
+        }
+    }
+}

@@ -20,7 +20,9 @@
 //! kernel has not), for `poll()` on `trace_pipe` (`block`), for the latency
 //! tracers (`function-trace`, `display-graph`) and for the function
 //! profiler (`graph-time`) are not listed, and writing them is `EINVAL`,
-//! as for any unknown name.
+//! as for any unknown name. So is `hash-ptr`: it changes how trace events
+//! print `%p`, and no record this kernel writes prints a pointer. `fields`
+//! came after Linux 6.1 and is not listed either.
 
 use alloc::string::String;
 
@@ -54,7 +56,6 @@ core_options! {
     Raw => "raw",
     Hex => "hex",
     Bin => "bin",
-    Fields => "fields",
     Printk => "trace_printk",
     Annotate => "annotate",
     PrintkMsgOnly => "printk-msg-only",
@@ -66,7 +67,6 @@ core_options! {
     IrqInfo => "irq-info",
     Markers => "markers",
     PauseOnTrace => "pause-on-trace",
-    HashPtr => "hash-ptr",
     FuncFork => "function-fork",
 }
 
@@ -89,16 +89,14 @@ impl TraceOption {
 }
 
 /// `TRACE_DEFAULT_FLAGS` of the options listed here: print-parent,
-/// trace_printk, annotate, context-info, overwrite, irq-info, markers and
-/// hash-ptr.
+/// trace_printk, annotate, context-info, overwrite, irq-info and markers.
 pub const TRACE_DEFAULT_FLAGS: u32 = TraceOption::PrintParent.mask()
     | TraceOption::Printk.mask()
     | TraceOption::Annotate.mask()
     | TraceOption::ContextInfo.mask()
     | TraceOption::Overwrite.mask()
     | TraceOption::IrqInfo.mask()
-    | TraceOption::Markers.mask()
-    | TraceOption::HashPtr.mask();
+    | TraceOption::Markers.mask();
 
 /// The tracers whose options this module knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

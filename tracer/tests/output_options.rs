@@ -5,10 +5,10 @@ use tracer::errno::Errno;
 use tracer::options::*;
 
 const CORE_DEFAULT: &str =
-    "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\nnofields\n\
+    "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\n\
 trace_printk\nannotate\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
 norecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnopause-on-trace\n\
-hash-ptr\nnofunction-fork\n";
+nofunction-fork\n";
 
 #[test]
 fn default_listing_per_tracer() {
@@ -130,6 +130,8 @@ fn options_without_meaning_here_are_unknown() {
         "display-graph",
         "stacktrace",
         "graph-time",
+        "hash-ptr",
+        "fields",
     ] {
         for t in [Tracer::Nop, Tracer::Function, Tracer::FunctionGraph] {
             let text = o.trace_options_text(t);
@@ -154,7 +156,7 @@ fn options_without_meaning_here_are_unknown() {
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();
-    assert_eq!(names.len(), 21 + 2 + 2 + 9);
+    assert_eq!(names.len(), 19 + 2 + 2 + 9);
     assert!(
         names.contains(&"funcgraph-proc")
             && names.contains(&"func_stack_trace")
@@ -205,7 +207,6 @@ fn names_and_defaults() {
         TraceOption::IrqInfo,
         TraceOption::Overwrite,
         TraceOption::Markers,
-        TraceOption::HashPtr,
     ] {
         assert!(o.has(opt), "{opt:?}");
     }
