@@ -1,19 +1,20 @@
 //! The serial console: output to COM1 and an input queue filled by the serial
-//! interrupt. `print!`/`println!` write here (Linux: kernel/printk, drivers/tty).
+//! interrupt, with the wait queue its readers sleep on. `print!`/`println!`
+//! write here (Linux: kernel/printk, drivers/tty). Ctrl-C typed here sends
+//! SIGINT (`sched::send_sigint`), as a tty's line discipline does.
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicBool, Ordering};
 
 use spin::Mutex;
 
 use crate::arch::serial::SerialPort;
+use crate::sched::WaitQueue;
 
 static COM1: Mutex<SerialPort> = Mutex::new(SerialPort::new(0x3f8));
 
-/// Set by the serial interrupt when the user types Ctrl-C.
-static INTERRUPT: AtomicBool = AtomicBool::new(false);
-
 /// Bytes received but not yet read by the shell.
 static INPUT: Mutex<InputRing> = Mutex::new(InputRing::new());
+/// Readers waiting for input (Linux: the tty's read_wait).
+static INPUT_WAIT: WaitQueue = WaitQueue::new();
 
 const INPUT_SIZE: usize = 4096;
 
@@ -88,14 +89,12 @@ pub fn _print(args: fmt::Arguments) {
 /// Called by the serial interrupt handler for every received byte.
 pub fn receive(byte: u8) {
     if byte == 0x03 {
-        INTERRUPT.store(true, Ordering::SeqCst);
+        // Pending before the byte is queued: a reader that gets the byte
+        // sees the signal.
+        crate::sched::send_sigint();
     }
     crate::arch::without_interrupts(|| INPUT.lock().push(byte));
-    crate::sched::wake_console_readers();
-    if byte == 0x03 {
-        // Wake tasks in interruptible waits (e.g. a trace_pipe reader).
-        crate::fs::deliver_interrupt();
-    }
+    INPUT_WAIT.wake_all();
 }
 
 /// Returns the next input byte without blocking.
@@ -109,19 +108,8 @@ pub fn read_byte() -> u8 {
         if let Some(b) = try_read_byte() {
             return b;
         }
-        crate::sched::wait_console_input();
+        INPUT_WAIT.wait_until(input_available);
     }
-}
-
-/// True (once) if Ctrl-C was typed since the last call, and clears it.
-pub fn take_interrupt() -> bool {
-    INTERRUPT.swap(false, Ordering::SeqCst)
-}
-
-/// True if Ctrl-C was typed and not yet cleared: long-running commands and
-/// their threads poll this to stop early; the shell clears it at the prompt.
-pub fn interrupt_pending() -> bool {
-    INTERRUPT.load(Ordering::SeqCst)
 }
 
 /// True if input is waiting.

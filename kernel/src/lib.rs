@@ -9,6 +9,8 @@ extern crate alloc;
 pub mod console;
 pub mod arch;
 pub mod fs;
+pub mod hook;
+pub mod kallsyms;
 pub mod mm;
 pub mod sched;
 // The shell only calls safe interfaces.
@@ -93,7 +95,7 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     // Before the other CPUs run: boot-time NOP conversion needs no int3.
     arch::traps::set_int3_hook(arch::text_poke::poke_int3_handler);
     trace::ftrace::ftrace_init();
-    let cpus = arch::smp::start_aps(&madt.apic_ids);
+    let cpus = arch::smp::start_aps(&madt.apic_ids, sched::run_idle);
     println!("smp: {} CPUs online", cpus);
     arch::apic::start_timer();
 

@@ -10,6 +10,7 @@ pub mod crc32;
 pub mod entry;
 pub mod errno;
 pub mod events;
+pub mod fgraph;
 #[forbid(unsafe_code)]
 pub mod filter;
 #[forbid(unsafe_code)]

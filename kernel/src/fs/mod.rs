@@ -25,10 +25,6 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
-
-use spin::Mutex;
-
 pub use errno::Errno;
 pub use vfs::File;
 
@@ -150,8 +146,8 @@ pub trait Inode: Send + Sync {
 /// An open file (Linux's `struct file` + `file_operations`).
 ///
 /// `read` returns 0 at end of file. A stream may block in `read` until data
-/// arrives; it must then return EINTR when [`signal_pending`] becomes true
-/// (use [`wait_event_interruptible`]). A `write` that fails must change
+/// arrives; it must then return EINTR when Ctrl-C is pending (use
+/// `sched::wait_event_interruptible`). A `write` that fails must change
 /// nothing. `release` runs once, when the file is closed; its error is what
 /// `close()` returns (Linux: `->flush`'s), and a release that fails must
 /// leave things as they were before the file was opened.
@@ -164,79 +160,5 @@ pub trait OpenFile: Send {
     }
     fn release(&mut self) -> Result<(), Errno> {
         Ok(())
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Interruption: the stand-in for `signal_pending(current)`.
-//
-// There is one interactive shell. Ctrl-C typed on the console sets a flag in
-// the console driver; the shell clears our copy before each command line and
-// everything the command does (blocking reads, workloads) polls it.
-
-static SIGNAL_PENDING: AtomicBool = AtomicBool::new(false);
-
-/// True if the user typed Ctrl-C during the current command. Once seen it
-/// stays true until [`clear_signal`] (Linux: the SIGINT stays pending until
-/// the process handles it).
-pub fn signal_pending() -> bool {
-    if SIGNAL_PENDING.load(Ordering::SeqCst) {
-        return true;
-    }
-    if crate::console::take_interrupt() {
-        SIGNAL_PENDING.store(true, Ordering::SeqCst);
-        return true;
-    }
-    false
-}
-
-/// Forgets a handled Ctrl-C (the shell calls this before each command).
-pub fn clear_signal() {
-    SIGNAL_PENDING.store(false, Ordering::SeqCst);
-}
-
-/// Wait queues that currently have a sleeper in [`wait_event_interruptible`],
-/// as addresses, so that [`deliver_interrupt`] can wake them.
-static INTERRUPTIBLE_QUEUES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-
-/// Called by the console driver when Ctrl-C is typed: wakes every task
-/// sleeping in [`wait_event_interruptible`] so that it sees the signal
-/// (Linux: `signal_wake_up`). Safe to call from an interrupt handler.
-pub fn deliver_interrupt() {
-    crate::arch::without_interrupts(|| {
-        for &addr in INTERRUPTIBLE_QUEUES.lock().iter() {
-            // SAFETY: an address is in the list only while the task that put
-            // it there is inside `wait_event_interruptible`, holding the
-            // `&WaitQueue` it came from, and it removes it (under this lock)
-            // before returning; so the queue is alive here.
-            let wq = unsafe { &*(addr as *const crate::sched::WaitQueue) };
-            wq.wake_all();
-        }
-    });
-}
-
-/// Sleeps until `cond()` is true, or returns EINTR if Ctrl-C is typed first
-/// (Linux: `wait_event_interruptible`). Data producers wake the sleeper with
-/// `wq.wake_all()`; Ctrl-C wakes it through [`deliver_interrupt`].
-pub fn wait_event_interruptible(
-    wq: &crate::sched::WaitQueue,
-    cond: impl Fn() -> bool,
-) -> Result<(), Errno> {
-    let addr = wq as *const crate::sched::WaitQueue as usize;
-    loop {
-        if cond() {
-            return Ok(());
-        }
-        if signal_pending() {
-            return Err(Errno::EINTR);
-        }
-        crate::arch::without_interrupts(|| INTERRUPTIBLE_QUEUES.lock().push(addr));
-        wq.wait_until(|| cond() || signal_pending());
-        crate::arch::without_interrupts(|| {
-            let mut queues = INTERRUPTIBLE_QUEUES.lock();
-            if let Some(i) = queues.iter().position(|&a| a == addr) {
-                queues.swap_remove(i);
-            }
-        });
     }
 }

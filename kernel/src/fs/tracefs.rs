@@ -12,7 +12,7 @@
 //!   was written ([`create_show_store`], e.g. `current_tracer`);
 //! - a stream produced at every read (e.g. `trace_pipe`), written directly as
 //!   an [`OpenFile`] whose `read` may block in
-//!   [`crate::fs::wait_event_interruptible`].
+//!   [`crate::sched::wait_event_interruptible`].
 //!
 //! A write is handed to the file's handler in one piece per `write()` call,
 //! exactly as Linux hands the user buffer to `->write`; a handler that fails

@@ -11,10 +11,17 @@
 //!   longer (Linux: load_balance). A task that runs on a different CPU than
 //!   the time before counts a migration.
 //!
+//! - Ctrl-C is a signal ([`signal`]); [`wait_event_interruptible`] is the
+//!   wait that it interrupts.
+//! - Other subsystems (tracing) see scheduler events through hooks they
+//!   register ([`SCHED_PROCESS_FORK`], [`SCHED_SWITCH`], [`SCHED_TICK`]):
+//!   the scheduler never imports them.
+//!
 //! Locking: all scheduler state is touched with interrupts off. A task's
 //! `pi_lock` orders "block" against "wake" (Linux uses p->pi_lock the same way)
 //! and `on_cpu` stops a CPU from running a task that another CPU is still
 //! switching away from.
+pub mod signal;
 mod task;
 mod wait;
 
@@ -22,13 +29,26 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use spin::Mutex;
 
 use crate::arch::{self, percpu};
+use crate::hook::Hook;
+pub use signal::{clear_signal, signal_pending};
 pub use task::{Pid, Task, TaskState};
-pub use wait::WaitQueue;
+pub use wait::{wait_event_interruptible, WaitQueue};
+
+/// Called by [`spawn`] with the parent's pid and the new task, before it
+/// first runs (Linux: the sched_process_fork tracepoint).
+pub static SCHED_PROCESS_FORK: Hook<fn(Pid, &Task)> = Hook::new();
+/// Called on every context switch with the previous and the next task,
+/// before the switch, interrupts off (Linux: the sched_switch tracepoint).
+pub static SCHED_SWITCH: Hook<fn(&Task, &Task)> = Hook::new();
+/// Called by the timer interrupt on every CPU (Linux: scheduler_tick; what
+/// tracing does here, Linux defers to irq_work).
+pub static SCHED_TICK: Hook<fn()> = Hook::new();
 
 /// Ticks a task may run before it is preempted.
 const TIME_SLICE_TICKS: u32 = 2;
@@ -55,6 +75,9 @@ static BALANCE: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; pe
 static TASKS: Mutex<BTreeMap<Pid, Arc<Task>>> = Mutex::new(BTreeMap::new());
 static NEXT_PID: AtomicU32 = AtomicU32::new(1);
 static SLEEPERS: Mutex<Vec<(u64, Arc<Task>)>> = Mutex::new(Vec::new());
+/// Woken whenever a task exits; joiners check whether theirs did (Linux's
+/// wait_chldexit, here one queue for the few joiners there are).
+static EXIT_WAIT: WaitQueue = WaitQueue::new();
 
 /// A handle to wait for a spawned task.
 pub struct JoinHandle {
@@ -64,13 +87,7 @@ pub struct JoinHandle {
 impl JoinHandle {
     /// Blocks until the task has exited.
     pub fn join(self) {
-        let task = self.task.clone();
-        // wait_until returns early on Ctrl-C; a join waits for the exit anyway.
-        while !self
-            .task
-            .exit_wait
-            .wait_until(|| task.state() == TaskState::Dead)
-        {}
+        EXIT_WAIT.wait_until(|| self.task.state() == TaskState::Dead);
     }
 }
 
@@ -82,26 +99,57 @@ pub struct TaskInfo {
     pub state: &'static str,
 }
 
+#[inline(always)]
 fn current_ptr() -> *const Task {
-    percpu::this_cpu().current.load(Ordering::Relaxed) as *const Task
+    percpu::this_cpu_current() as *const Task
 }
 
-/// Calls `f` with the running task.
-pub fn with_current<R>(f: impl FnOnce(&Task) -> R) -> R {
-    // SAFETY: the running task's Task stays alive while it runs: TASKS or IDLE
-    // holds a reference until finish_task_switch after its final switch.
-    f(unsafe { &*current_ptr() })
+/// The running task, as code running on it sees it (Linux: `current`).
+/// It derefs to the [`Task`]. It cannot be sent to, or shared with,
+/// another task, and the task it names cannot end while code running on
+/// that task (or an interrupt nested on it) holds it: that is what makes
+/// [`current`] safe.
+pub struct Current {
+    task: &'static Task,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl core::ops::Deref for Current {
+    type Target = Task;
+    #[inline(always)]
+    fn deref(&self) -> &Task {
+        self.task
+    }
+}
+
+impl Current {
+    /// A counted reference to the running task (to queue it somewhere).
+    pub fn arc(&self) -> Arc<Task> {
+        // SAFETY: TASKS holds an Arc to every task but the idle ones, and
+        // the idle tasks' Arcs are never released (IDLE keeps them).
+        unsafe { clone_arc(self.task) }
+    }
+}
+
+/// The running task, or None on a CPU where the scheduler has not started.
+#[inline(always)]
+pub fn current() -> Option<Current> {
+    let p = current_ptr();
+    // SAFETY: `current` is null or the running task, whose Task stays alive
+    // while it runs: TASKS or IDLE holds a reference until
+    // finish_task_switch after its final switch. The guard is !Send, so
+    // the reference never leaves this task (see Current).
+    let task = unsafe { p.as_ref() }?;
+    Some(Current {
+        task,
+        _not_send: PhantomData,
+    })
 }
 
 /// The running task's pid (0 for the idle tasks and before the scheduler runs).
-#[inline]
+#[inline(always)]
 pub fn current_pid() -> Pid {
-    let p = current_ptr();
-    if p.is_null() {
-        return 0;
-    }
-    // SAFETY: as in with_current.
-    unsafe { (*p).pid }
+    current().map_or(0, |t| t.pid)
 }
 
 /// Creates the boot CPU's idle task around the code running now.
@@ -150,8 +198,11 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: 
         .filter(|&c| c < arch::nr_cpus())
         .unwrap_or_else(least_loaded_cpu);
     task.cpu.store(target, Ordering::Relaxed);
-    crate::trace::trace::trace_save_cmdline(pid, task.comm());
     arch::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
+    let parent = current_pid();
+    for probe in SCHED_PROCESS_FORK.probes() {
+        probe(parent, &task);
+    }
     wake_up(&task);
     JoinHandle { task }
 }
@@ -205,9 +256,8 @@ fn schedule_locked_irqs() {
     let this = percpu::this_cpu();
     this.need_resched.store(0, Ordering::Relaxed);
     TICKS[cpu].store(0, Ordering::Relaxed);
-    let prev_ptr = current_ptr();
-    // SAFETY: the running task is alive (see with_current).
-    let prev = unsafe { &*prev_ptr };
+    let prev = current().expect("schedule() before the scheduler started on this CPU");
+    let prev_ptr: *const Task = &*prev;
     let idle_ptr = IDLE[cpu].load(Ordering::Relaxed) as *const Task;
 
     // Lock order everywhere: a task's pi_lock, then a run queue lock.
@@ -215,11 +265,7 @@ fn schedule_locked_irqs() {
         let _g = prev.pi_lock.lock();
         if prev.state() == TaskState::Runnable {
             // Still runnable: back to the end of the queue.
-            // SAFETY: prev is alive and TASKS holds an Arc to it.
-            RUNQUEUES[cpu]
-                .lock()
-                .tasks
-                .push_back(unsafe { clone_arc(prev_ptr) });
+            RUNQUEUES[cpu].lock().tasks.push_back(prev.arc());
         } else {
             prev.queued.store(false, Ordering::Release);
         }
@@ -242,6 +288,9 @@ fn schedule_locked_irqs() {
     next_task.on_cpu.store(true, Ordering::Relaxed);
     if next_task.cpu.swap(cpu, Ordering::Relaxed) != cpu {
         next_task.nr_migrations.fetch_add(1, Ordering::Relaxed);
+    }
+    for probe in SCHED_SWITCH.probes() {
+        probe(&prev, next_task);
     }
     this.current.store(next as usize, Ordering::Relaxed);
     PREV[cpu].store(prev_ptr as usize, Ordering::Relaxed);
@@ -330,7 +379,7 @@ extern "C" fn task_start(_arg: u64) -> ! {
     finish_task_switch();
     // SAFETY: interrupts were off across the switch; the task runs with them on.
     arch::local_irq_restore(1 << 9);
-    let entry = with_current(|t| t.entry.lock().take());
+    let entry = current().and_then(|t| t.entry.lock().take());
     if let Some(f) = entry {
         f();
     }
@@ -340,11 +389,11 @@ extern "C" fn task_start(_arg: u64) -> ! {
 /// Ends the running task.
 pub fn exit_current() -> ! {
     arch::without_interrupts(|| {
-        with_current(|t| {
+        if let Some(t) = current() {
             let _g = t.pi_lock.lock();
             t.set_state(TaskState::Dead);
-        });
-        with_current(|t| t.exit_wait.wake_all());
+        }
+        EXIT_WAIT.wake_all();
         schedule_locked_irqs();
     });
     unreachable!("a dead task was scheduled again");
@@ -355,7 +404,9 @@ pub fn timer_tick() {
     let cpu = arch::cpu_id();
     if cpu == 0 {
         wake_sleepers();
-        crate::trace::trace::trace_wakeup_tick();
+    }
+    for probe in SCHED_TICK.probes() {
+        probe();
     }
     if BALANCE[cpu].fetch_add(1, Ordering::Relaxed) + 1 >= BALANCE_TICKS {
         BALANCE[cpu].store(0, Ordering::Relaxed);
@@ -417,21 +468,26 @@ fn wake_sleepers() {
     }
 }
 
-/// Sleeps for at least `ns` nanoseconds (tick granularity).
+/// Sleeps for at least `ns` nanoseconds (tick granularity). Ctrl-C does
+/// not cut it short: callers that sleep in a loop check `signal_pending`.
 pub fn sleep_ns(ns: u64) {
     let wake_at = crate::time::now_ns() + ns;
     while crate::time::now_ns() < wake_at {
         arch::without_interrupts(|| {
-            with_current(|t| t.set_state(TaskState::Blocked));
-            // SAFETY: the running task is alive and in TASKS.
-            let me = unsafe { clone_arc(current_ptr()) };
-            SLEEPERS.lock().push((wake_at, me));
+            let Some(me) = current() else { return };
+            me.set_state(TaskState::Blocked);
+            SLEEPERS.lock().push((wake_at, me.arc()));
             schedule_locked_irqs();
         });
-        if crate::console::interrupt_pending() {
-            break;
-        }
     }
+}
+
+/// Ctrl-C: makes SIGINT pending and wakes the tasks in
+/// [`wait_event_interruptible`] so that they see it (Linux: the tty's
+/// `isig` sending SIGINT, then `signal_wake_up`). Safe in an interrupt.
+pub fn send_sigint() {
+    signal::raise_sigint();
+    wait::wake_interruptible();
 }
 
 /// Every task, for `ps` (idle tasks first).
@@ -464,16 +520,4 @@ fn info(t: &Task) -> TaskInfo {
             TaskState::Dead => "X",
         },
     }
-}
-
-static CONSOLE_WAIT: WaitQueue = WaitQueue::new();
-
-/// Wakes tasks waiting for console input (called from the serial interrupt).
-pub fn wake_console_readers() {
-    CONSOLE_WAIT.wake_all();
-}
-
-/// Blocks until console input may be available.
-pub fn wait_console_input() {
-    CONSOLE_WAIT.wait_until(crate::console::input_available);
 }

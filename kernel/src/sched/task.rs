@@ -5,8 +5,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use spin::Mutex;
-
-use super::WaitQueue;
+use tracer::fgraph::ShadowStack;
 
 pub type Pid = u32;
 
@@ -45,13 +44,14 @@ pub struct Task {
     pub saved_sp: UnsafeCell<u64>,
     _stack: Option<Box<[u8]>>,
     pub entry: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    /// Woken when the task exits.
-    pub exit_wait: WaitQueue,
-    /// function_graph's shadow return stack: the real return addresses of
-    /// the traced calls in progress on this task's stack (Linux:
-    /// task_struct's ret_stack and curr_ret_stack). It travels with the
-    /// task across preemption and migration; see kernel/src/trace/fgraph.rs.
-    pub ret_stack: crate::trace::fgraph::ShadowStack,
+    /// Per-task state that tracing owns: function_graph's shadow return
+    /// stack, the real return addresses of the traced calls in progress on
+    /// this task's stack (Linux: task_struct's ret_stack, curr_ret_stack and
+    /// trace_recursion). It travels with the task across preemption and
+    /// migration. The scheduler only stores it: its type and logic are the
+    /// `tracer` library's (tracer/src/fgraph.rs), and kernel/src/trace/fgraph.rs
+    /// and the unwinder use it.
+    pub ret_stack: ShadowStack,
 }
 
 // SAFETY: `saved_sp` is only accessed by the CPU that switches the task in or
@@ -94,8 +94,7 @@ impl Task {
             saved_sp: UnsafeCell::new(sp),
             _stack: stack,
             entry: Mutex::new(entry),
-            exit_wait: WaitQueue::new(),
-            ret_stack: crate::trace::fgraph::ShadowStack::new(),
+            ret_stack: ShadowStack::new(),
         }
     }
 

@@ -531,7 +531,7 @@ pub fn parse_seconds(s: &str) -> Option<u64> {
 pub fn sleep_interruptible(ns: u64) -> bool {
     let deadline = crate::time::now_ns().saturating_add(ns);
     loop {
-        if fs::signal_pending() {
+        if crate::sched::signal_pending() {
             return false;
         }
         let now = crate::time::now_ns();

@@ -7,7 +7,7 @@
 //! and handling backspace. A line is parsed into a pipeline
 //! ([`parse`]), whose stages are connected with in-kernel pipes ([`pipe`]).
 //! Ctrl-C interrupts the running command: commands poll
-//! [`crate::fs::signal_pending`] and blocking reads return EINTR.
+//! [`crate::sched::signal_pending`] and blocking reads return EINTR.
 
 mod commands;
 pub mod parse;
@@ -33,8 +33,11 @@ pub fn run() {
     loop {
         print!("{} # ", vfs::getcwd());
         let line = editor.read_line();
-        fs::clear_signal();
+        crate::sched::clear_signal();
         execute_line(&line);
+        // The command's Ctrl-C is handled (execute_line printed `^C`): its
+        // byte, still queued for the line editor, is then just dropped.
+        crate::sched::clear_signal();
     }
 }
 
@@ -69,8 +72,9 @@ impl LineEditor {
                     crate::console::write_bytes(b"\x08 \x08");
                 }
                 // Ctrl-C at the prompt discards the line. If a command
-                // already consumed this Ctrl-C, the byte is just dropped.
-                0x03 if crate::console::take_interrupt() => {
+                // already handled this Ctrl-C, the byte is just dropped.
+                0x03 if crate::sched::signal_pending() => {
+                    crate::sched::clear_signal();
                     crate::console::write_bytes(b"^C\n");
                     return String::new();
                 }
@@ -108,7 +112,7 @@ pub fn execute_line(line: &str) {
         return;
     }
     run_pipeline(stages);
-    if fs::signal_pending() {
+    if crate::sched::signal_pending() {
         println!("^C");
     }
 }
@@ -183,7 +187,7 @@ impl Output {
             return false;
         }
         match self.sink.write(data) {
-            Ok(()) => !fs::signal_pending(),
+            Ok(()) => !crate::sched::signal_pending(),
             Err(e) => {
                 self.stopped = true;
                 report_write_error(cmd, e);

@@ -128,7 +128,7 @@ pub fn run(args: &[String], out: &mut Output) {
             handles.extend(sleepers);
             wait(&state, handles, &pairs, Some(start.saturating_add(ns)));
             let elapsed = crate::time::now_ns() - start;
-            let interrupted = if fs::signal_pending() {
+            let interrupted = if crate::sched::signal_pending() {
                 " (interrupted)"
             } else {
                 ""
@@ -166,7 +166,7 @@ fn wait(
     let total = handles.len();
     while state.finished.load(Ordering::SeqCst) < total {
         let expired = deadline.is_some_and(|d| crate::time::now_ns() >= d);
-        if expired || fs::signal_pending() {
+        if expired || crate::sched::signal_pending() {
             state.stop.store(true, Ordering::SeqCst);
             for p in pairs {
                 p.wq.wake_all();
@@ -196,7 +196,7 @@ fn spawn_worker(
     let (st, res) = (state.clone(), result.clone());
     let f = move || {
         res.store(body(&st), Ordering::SeqCst);
-        let moved = crate::sched::with_current(|t| t.nr_migrations.load(Ordering::Relaxed));
+        let moved = crate::sched::current().map_or(0, |t| t.nr_migrations.load(Ordering::Relaxed));
         st.migrations.fetch_add(moved, Ordering::SeqCst);
         st.finished.fetch_add(1, Ordering::SeqCst);
     };
@@ -323,11 +323,8 @@ fn ping_pong(st: &WorkState, pair: &PingPong, me: usize, n: Option<u64>) -> u64 
     while n.is_none_or(|n| rounds < n) {
         let my_turn = || pair.turn.load(Ordering::SeqCst) == me;
         let stopped = || st.stop.load(Ordering::SeqCst);
-        // wait_until may return early (Ctrl-C typed): wait again until
-        // it is really our turn or the shell says stop.
-        while !my_turn() && !stopped() {
-            pair.wq.wait_until(|| my_turn() || stopped());
-        }
+        // Until it is our turn or the shell says stop.
+        pair.wq.wait_until(|| my_turn() || stopped());
         if stopped() {
             break;
         }
@@ -355,7 +352,7 @@ fn ping_pong_nap(me: usize) -> bool {
     let ns = 50_000 * (me as u64 + 1);
     let start = crate::time::now_ns();
     crate::sched::sleep_ns(ns);
-    crate::time::now_ns() - start >= ns || fs::signal_pending()
+    crate::time::now_ns() - start >= ns || crate::sched::signal_pending()
 }
 
 // ---------------------------------------------------------------- compute

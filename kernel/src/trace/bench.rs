@@ -190,7 +190,7 @@ impl Report {
 /// its end: in the mcount build the site follows the prologue).
 fn leaf_record() -> Option<usize> {
     let start = ktrace_bench_leaf as *const () as u64;
-    let sym = super::ksyms::table()?.lookup(start)?;
+    let sym = crate::kallsyms::table()?.lookup(start)?;
     let recs = ftrace::records();
     let i = recs.partition_point(|r| r.ip < start);
     (i < recs.len() && recs[i].ip < start - sym.offset + sym.size as u64).then_some(i)

@@ -427,7 +427,7 @@ fn markers(args: &[String], out: &mut Output) {
             })
         })
         .collect();
-    while turn.load(Ordering::Acquire) < total && !crate::fs::signal_pending() {
+    while turn.load(Ordering::Acquire) < total && !crate::sched::signal_pending() {
         crate::sched::sleep_ns(1_000_000);
     }
     stop.store(true, Ordering::Relaxed);
@@ -494,13 +494,13 @@ fn resize(args: &[String], out: &mut Output) {
         })
         .collect();
     // Let every writer start before the first resize.
-    while started.load(Ordering::Acquire) < nr && !crate::fs::signal_pending() {
+    while started.load(Ordering::Acquire) < nr && !crate::sched::signal_pending() {
         crate::sched::yield_now();
     }
     let (mut resizes, mut errors) = (0u64, 0u64);
     'rounds: for _ in 0..rounds {
         for kb in &sizes {
-            if crate::fs::signal_pending() {
+            if crate::sched::signal_pending() {
                 break 'rounds;
             }
             match vfs::write_file("/tracing/buffer_size_kb", format!("{kb}\n").as_bytes()) {

@@ -384,7 +384,7 @@ impl OpenFile for TracePipe {
                 return Ok(0);
             }
             let (has_read, cpu) = (self.has_read, self.cpu);
-            crate::fs::wait_event_interruptible(&TRACE_PIPE_WAIT, || {
+            crate::sched::wait_event_interruptible(&TRACE_PIPE_WAIT, || {
                 pipe_has_data(cpu) || (has_read && !tracing_is_on())
             })?;
         }

@@ -102,7 +102,7 @@ extern "C" {
 /// below a following symbol).
 pub fn kallsyms() -> String {
     let mut out = String::new();
-    if let Some(table) = crate::trace::ksyms::table() {
+    if let Some(table) = crate::kallsyms::table() {
         for sym in table.iter() {
             // Identical functions merged by the linker share an address.
             // List only the name the kernel itself prints for it, so that
@@ -197,7 +197,7 @@ impl OpenFile for TracePipeRaw {
             if !crate::trace::control::tracing_is_on() {
                 return Ok(0);
             }
-            if crate::fs::signal_pending() {
+            if crate::sched::signal_pending() {
                 return Err(Errno::EINTR);
             }
             crate::sched::sleep_ns(10_000_000);
@@ -343,14 +343,14 @@ pub fn command(args: &[String]) {
         if let Some(rb) = rb {
             let limit = rb.nr_pages(cpu) + 2;
             while (n as usize) < limit
-                && !crate::fs::signal_pending()
+                && !crate::sched::signal_pending()
                 && rb.read_page(cpu, &mut page).is_some()
             {
                 s.frame(FrameType::Page, cpu as u16, &[&page[..]]);
                 n += 1;
             }
         }
-        if crate::fs::signal_pending() {
+        if crate::sched::signal_pending() {
             status = Errno::EINTR.code() as u32;
         }
         pages.push(n);

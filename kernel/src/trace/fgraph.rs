@@ -1,138 +1,46 @@
-//! The function-graph core: each task's shadow return stack
-//! (Linux: kernel/trace/fgraph.c).
+//! The function-graph core (Linux: kernel/trace/fgraph.c, and the generic
+//! part of arch/x86/kernel/ftrace.c's `prepare_ftrace_return`).
 //!
 //! To see a function *return*, function_graph replaces the function's return
 //! address on the stack with the address of `return_to_handler` (see
-//! `arch::fgraph`), after saving the real one here, on the running task's
-//! **shadow stack**: an array of [`FgraphFrame`]s `{ret, func, calltime,
-//! retp}` that grows and shrinks with the real call stack. When the function
-//! returns, it "returns" into `return_to_handler`, which calls
+//! `arch::fgraph`), after saving the real one on the running task's
+//! **shadow stack** (`Task::ret_stack`, a `tracer::fgraph::ShadowStack`,
+//! whose push/pop protocol and checks are host-tested there). When the
+//! function returns, it "returns" into `return_to_handler`, which calls
 //! [`ftrace_return_to_handler`]: it pops the top frame, lets the tracer
 //! record the exit, and hands back the real return address.
 //!
 //! - The stack belongs to the task, not to the CPU (Linux: `current->ret_stack`):
 //!   a task preempted in the middle of a traced function may resume on
 //!   another CPU, and the function must still return to the right place.
-//! - Interrupts use the stack of the task they interrupt: their frames go on
-//!   top and are all popped before the interrupt returns. So a push first
-//!   reserves its slot (`curr` + 1) and then fills it, and a pop reads the
-//!   slot before releasing it: an interrupt arriving in between works above.
-//! - The stack has [`SHADOW_STACK_DEPTH`] frames (4 KiB, as Linux's
-//!   SHADOW_STACK_SIZE). When it is full the function is simply not
-//!   hijacked and the task's `trace_overrun` counter goes up.
+//! - When the stack is full the function is simply not hijacked and the
+//!   task's `trace_overrun` counter goes up.
 //! - Each frame records `retp`, the address of the stack slot it hijacked.
 //!   The return checks it (Linux's frame-pointer test) and unwinders use it
 //!   to translate `return_to_handler` back ([`ftrace_graph_ret_addr`]).
 //! - One user (the function_graph tracer) plugs in with [`register_ftrace_graph`]:
 //!   its `entryfunc` decides whether a call is hijacked, its `retfunc` sees
 //!   every return of a hijacked call (Linux: struct fgraph_ops).
-use core::cell::UnsafeCell;
-use core::sync::atomic::{
-    compiler_fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering,
-};
+//!
+//! Entry. `ftrace_caller` calls [`ftrace_graph_func`] with `parent_slot`,
+//! the address of the stack slot that holds the traced function's return
+//! address (see arch/x86_64/fgraph.rs for where that slot is in each
+//! build). [`prepare_ftrace_return`] saves the old value on the task's
+//! shadow stack and, if the tracer wants the call, writes
+//! `return_to_handler` into the slot.
+//!
+//! With `tracing_on` 0 the entry callback returns at once, before pushing
+//! a shadow frame (the function tracer's fast path does the same). Linux
+//! 6.1 pushes the frame and pops it again when the tracer refuses the
+//! call; the difference is only visible to `set_graph_function`, whose
+//! "inside a selected function" state is not set for a call entered while
+//! tracing was off.
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::ftrace::{self, recursion, FtraceOps};
-use crate::arch::percpu;
+use crate::arch::fgraph::{return_to_handler_addr, valid_return_slot};
 use crate::fs::Errno;
-use crate::sched::Task;
-
-/// Frames per task: 128 × 32 bytes = 4096 bytes (Linux: SHADOW_STACK_SIZE).
-pub const SHADOW_STACK_DEPTH: usize = 128;
-
-/// Per-task graph bits (Linux: the TRACE_GRAPH_* bits of current->trace_recursion).
-pub mod task_bits {
-    /// Inside a `set_graph_function` function (Linux: TRACE_GRAPH_BIT / TRACE_GRAPH_FL).
-    pub const GRAPH: u32 = 1 << 0;
-    /// That function was entered in hardirq context (Linux: TRACE_IRQ_BIT).
-    pub const IRQ: u32 = 1 << 1;
-    /// Inside a `set_graph_notrace` function (Linux: TRACE_GRAPH_NOTRACE_BIT).
-    pub const NOTRACE: u32 = 1 << 2;
-}
-
-/// One hijacked call (Linux: struct ftrace_ret_stack).
-#[derive(Clone, Copy, Default)]
-pub struct FgraphFrame {
-    /// The real return address.
-    pub ret: u64,
-    /// The traced function (its call-site address, as ftrace's `ip`).
-    pub func: u64,
-    /// Trace clock at entry.
-    pub calltime: u64,
-    /// The stack slot that held `ret` and now holds `return_to_handler`.
-    pub retp: u64,
-}
-
-/// A task's shadow return stack and graph state (Linux: the ret_stack,
-/// curr_ret_stack, trace_overrun and trace_recursion fields of task_struct).
-pub struct ShadowStack {
-    frames: UnsafeCell<[FgraphFrame; SHADOW_STACK_DEPTH]>,
-    /// Frames in use (Linux: curr_ret_stack / curr_ret_depth + 1).
-    curr: AtomicUsize,
-    /// Calls not hijacked because the stack was full (Linux: trace_overrun).
-    overrun: AtomicU32,
-    /// [`task_bits`].
-    pub bits: AtomicU32,
-    /// Depth of the set_graph_function function that set GRAPH
-    /// (Linux: trace_recursion_depth()).
-    pub graph_depth: AtomicI32,
-}
-
-// SAFETY: only the task that owns the stack touches it, from its own
-// context or from interrupts nesting on the CPU it runs on; the push/pop
-// protocol (reserve, then fill; read, then release) makes those nested uses
-// work strictly above the interrupted one.
-unsafe impl Sync for ShadowStack {}
-
-impl Default for ShadowStack {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ShadowStack {
-    pub const fn new() -> ShadowStack {
-        ShadowStack {
-            frames: UnsafeCell::new(
-                [FgraphFrame {
-                    ret: 0,
-                    func: 0,
-                    calltime: 0,
-                    retp: 0,
-                }; SHADOW_STACK_DEPTH],
-            ),
-            curr: AtomicUsize::new(0),
-            overrun: AtomicU32::new(0),
-            bits: AtomicU32::new(0),
-            graph_depth: AtomicI32::new(-1),
-        }
-    }
-
-    /// Frames in use.
-    pub fn depth(&self) -> usize {
-        self.curr.load(Ordering::Relaxed)
-    }
-
-    /// Calls refused because the stack was full.
-    pub fn overrun(&self) -> u32 {
-        self.overrun.load(Ordering::Relaxed)
-    }
-
-    /// A copy of frame `i` (0 = bottom).
-    pub fn frame(&self, i: usize) -> Option<FgraphFrame> {
-        if i >= SHADOW_STACK_DEPTH {
-            return None;
-        }
-        // SAFETY: in bounds; a plain read of a Copy value. A concurrent
-        // writer can only be an interrupt on this CPU working above `curr`.
-        Some(unsafe { (*self.frames.get())[i] })
-    }
-
-    fn set_frame(&self, i: usize, f: FgraphFrame) {
-        // SAFETY: `i` < SHADOW_STACK_DEPTH (checked by the caller) and the
-        // slot was reserved by this context (see the module docs).
-        unsafe { (*self.frames.get())[i] = f };
-    }
-}
+pub use tracer::fgraph::{task_bits, FgraphFrame, ShadowStack, SHADOW_STACK_DEPTH};
 
 /// What the entry callback sees (Linux: struct ftrace_graph_ent).
 pub struct FtraceGraphEnt {
@@ -167,8 +75,7 @@ static GRAPH_DEAD: AtomicBool = AtomicBool::new(false);
 /// (Linux: graph_ops, whose func is the arch's ftrace_graph_func). Its
 /// filter is set by the graph tracer from set_ftrace_filter/notrace.
 pub static GRAPH_OPS: FtraceOps =
-    FtraceOps::new("function_graph", crate::arch::fgraph::ftrace_graph_func)
-        .gated(&super::control::TRACING_ON);
+    FtraceOps::new("function_graph", ftrace_graph_func).gated(&super::control::TRACING_ON);
 
 /// True once [`ftrace_graph_stop`] ran.
 #[inline(always)]
@@ -179,15 +86,6 @@ pub fn ftrace_graph_is_dead() -> bool {
 /// Stops hijacking for good after an error (Linux: ftrace_graph_stop).
 pub fn ftrace_graph_stop() {
     GRAPH_DEAD.store(true, Ordering::SeqCst);
-}
-
-/// The running task, or None before the scheduler runs on this CPU.
-#[inline(always)]
-pub fn current_task() -> Option<&'static Task> {
-    let p = percpu::this_cpu_current() as *const Task;
-    // SAFETY: `current` is null or the running task, which stays alive while
-    // it runs (the scheduler holds a reference until its last switch).
-    unsafe { p.as_ref() }
 }
 
 /// Installs `ops` and starts hijacking the calls GRAPH_OPS selects
@@ -223,6 +121,55 @@ fn fgraph_ops() -> Option<&'static FgraphOps> {
     unsafe { FGRAPH_OPS.load(Ordering::Acquire).as_ref() }
 }
 
+/// function_graph's ftrace_ops callback (Linux: ftrace_graph_func).
+///
+/// A naked function, as the function tracer's `function_trace_call`: it
+/// gets no mcount instrumentation (whose NOPed call would still make the
+/// compiler save the arguments), tests `tracing_on` in three instructions
+/// and only then tail-jumps, arguments untouched, to the part that pushes
+/// a shadow frame.
+#[unsafe(naked)]
+pub extern "C" fn ftrace_graph_func(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
+    core::arch::naked_asm!(
+        "cmp byte ptr [rip + {tracing_on}], 0",
+        "jne {enter}",
+        "ret",
+        tracing_on = sym super::control::TRACING_ON,
+        enter = sym ftrace_graph_enter,
+    )
+}
+
+/// The part of [`ftrace_graph_func`] that runs with `tracing_on` 1.
+extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    prepare_ftrace_return(ip, parent_slot);
+}
+
+/// Pushes the return address in `*parent_slot` on the task's shadow stack
+/// and replaces it with `return_to_handler` if the tracer wants this call
+/// of the function at `ip` (Linux: prepare_ftrace_return).
+#[inline(always)]
+fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
+    // Linux's skip_ftrace_return(): a dead graph, or a slot that is not on
+    // a kernel stack.
+    let slot = parent_slot as u64;
+    if ftrace_graph_is_dead() || !valid_return_slot(slot) {
+        return;
+    }
+    let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
+        return;
+    };
+    // SAFETY: ftrace_caller passes the address of the live stack slot that
+    // holds the traced function's return address; the function is running,
+    // so the slot stays valid, and only this task (with preemption off)
+    // writes it now.
+    let old = unsafe { parent_slot.read() };
+    if function_graph_enter(old, ip, slot) {
+        // SAFETY: as above.
+        unsafe { parent_slot.write(return_to_handler_addr()) };
+    }
+    recursion::unlock(bit);
+}
+
 /// Pushes a frame for `func`, whose return address `ret` sits in slot
 /// `retp`, and asks the user whether to trace it. True: the caller must
 /// now replace `*retp` with `return_to_handler` (Linux:
@@ -233,30 +180,13 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     let Some(ops) = fgraph_ops() else {
         return false;
     };
-    let Some(task) = current_task() else {
+    let Some(task) = crate::sched::current() else {
         return false;
     };
     let rs = &task.ret_stack;
-    let idx = rs.curr.load(Ordering::Relaxed);
-    if idx >= SHADOW_STACK_DEPTH {
-        rs.overrun.fetch_add(1, Ordering::Relaxed);
+    let Some((idx, calltime)) = rs.push(ret, func, retp, super::trace::trace_clock) else {
         return false;
-    }
-    // Reserve the slot before filling it: an interrupt from here on pushes
-    // above it.
-    rs.curr.store(idx + 1, Ordering::Relaxed);
-    compiler_fence(Ordering::SeqCst);
-    let calltime = super::trace::trace_clock();
-    rs.set_frame(
-        idx,
-        FgraphFrame {
-            ret,
-            func,
-            calltime,
-            retp,
-        },
-    );
-    compiler_fence(Ordering::SeqCst);
+    };
     let trace = FtraceGraphEnt {
         func,
         depth: idx as i32,
@@ -265,40 +195,47 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     if (ops.entryfunc)(&trace, rs) {
         return true;
     }
-    compiler_fence(Ordering::SeqCst);
-    rs.curr.store(idx, Ordering::Relaxed);
+    rs.unreserve(idx);
     false
 }
 
 /// Called by `return_to_handler` when a hijacked function returns, with
 /// `retp` = the slot its `ret` used. Pops the frame, reports the return and
 /// gives back the real return address (Linux: ftrace_return_to_handler).
-/// `extern "C"`: `return_to_handler` calls it directly.
+/// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name.
+#[no_mangle]
 pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
-    let task = current_task();
-    let rs = task.map(|t| &t.ret_stack);
-    let idx = rs.map_or(0, |rs| rs.curr.load(Ordering::Relaxed));
-    let frame = match rs.and_then(|rs| if idx > 0 { rs.frame(idx - 1) } else { None }) {
-        Some(f) if f.retp == retp => f,
-        other => {
+    let task = crate::sched::current();
+    let top = match &task {
+        Some(t) => t.ret_stack.top(retp),
+        None => Err(tracer::fgraph::BadFrame {
+            depth: 0,
+            top_retp: 0,
+            top_func: 0,
+        }),
+    };
+    let (idx, frame) = match top {
+        Ok(top) => top,
+        Err(bad) => {
             // Nowhere safe to return to (Linux: "Bad function graph frame
             // pointer", then it returns to panic()).
             ftrace_graph_stop();
             panic!(
-                "ftrace: bad function graph frame: return through slot {:#x}, shadow stack depth {}, top slot {:#x}",
+                "ftrace: bad function graph frame: return through slot {:#x}, shadow stack depth {}, top slot {:#x} (from {})",
                 retp,
-                idx,
-                other.map_or(0, |f| f.retp)
+                bad.depth,
+                bad.top_retp,
+                crate::kallsyms::describe(bad.top_func)
             );
         }
     };
-    let rs = rs.expect("checked above");
+    let rs = &task.as_ref().expect("checked above").ret_stack;
     let rettime = super::trace::trace_clock();
     if let Some(ops) = fgraph_ops() {
         if let Some(bit) = recursion::trylock(recursion::FTRACE_START) {
             let trace = FtraceGraphRet {
                 func: frame.func,
-                depth: (idx - 1) as i32,
+                depth: idx as i32,
                 overrun: rs.overrun(),
                 calltime: frame.calltime,
                 rettime,
@@ -307,44 +244,19 @@ pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
             recursion::unlock(bit);
         }
     }
-    compiler_fence(Ordering::SeqCst);
-    rs.curr.store(idx - 1, Ordering::Relaxed);
-    if idx == 1 {
-        // Nothing traced is in progress on this task any more: forget a
-        // set_graph_function/notrace state whose return was not seen by a
-        // tracer (the tracer was switched off meanwhile).
-        rs.bits.store(0, Ordering::Relaxed);
-    }
+    rs.release(idx);
     frame.ret
 }
 
-/// The real return address for a stack slot `retp` that holds `ret`:
-/// `ret` itself unless it is `return_to_handler`, in which case the
-/// running task's shadow stack says what it replaced (Linux:
-/// ftrace_graph_ret_addr). `idx` keeps the search position between the
-/// frames of one unwind (0 to start); after a tail call several frames
-/// share a slot, and the deepest real address wins.
+/// The real return address for a stack slot `retp` that holds `ret`, from
+/// the running task's shadow stack (Linux: ftrace_graph_ret_addr; see
+/// `ShadowStack::ret_addr`). `idx` keeps the search position between the
+/// frames of one unwind (0 to start).
 pub fn ftrace_graph_ret_addr(idx: &mut usize, ret: u64, retp: u64) -> u64 {
-    let handler = crate::arch::fgraph::return_to_handler_addr();
-    if ret != handler {
-        return ret;
+    match crate::sched::current() {
+        Some(task) => task
+            .ret_stack
+            .ret_addr(idx, ret, retp, return_to_handler_addr()),
+        None => ret,
     }
-    let Some(task) = current_task() else {
-        return ret;
-    };
-    let rs = &task.ret_stack;
-    let mut i = if *idx == 0 {
-        rs.depth().min(SHADOW_STACK_DEPTH)
-    } else {
-        *idx
-    };
-    while i > 0 {
-        i -= 1;
-        let Some(f) = rs.frame(i) else { break };
-        if f.retp == retp && f.ret != handler {
-            *idx = i;
-            return f.ret;
-        }
-    }
-    ret
 }

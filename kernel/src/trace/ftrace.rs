@@ -120,7 +120,7 @@ fn ftrace_bug(ip: u64, expected: &[u8; 5], actual: &[u8; 5]) {
     println!("------------[ cut here ]------------");
     println!(
         "WARNING: ftrace failed to modify {}",
-        super::ksyms::describe(ip)
+        crate::kallsyms::describe(ip)
     );
     println!(" actual:   {}", hex(actual));
     println!(" expected: {}", hex(expected));
@@ -469,7 +469,7 @@ pub fn ftrace_check_sites() -> CheckReport {
         if (rec.enabled() && !is_call) || (!rec.enabled() && !is_nop) {
             println!(
                 "ftrace_check: {} holds {}",
-                super::ksyms::describe(rec.ip),
+                crate::kallsyms::describe(rec.ip),
                 hex(&actual)
             );
             report.bad += 1;
@@ -482,7 +482,7 @@ pub fn ftrace_check_sites() -> CheckReport {
 pub fn record_name(i: usize) -> &'static str {
     records()
         .get(i)
-        .and_then(|r| super::ksyms::table().and_then(|t| t.lookup(r.ip)))
+        .and_then(|r| crate::kallsyms::table().and_then(|t| t.lookup(r.ip)))
         .map(|s| s.name)
         .unwrap_or("__ftrace_invalid_address__")
 }

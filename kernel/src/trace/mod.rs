@@ -10,7 +10,6 @@ pub mod fgraph;
 pub mod ftrace;
 pub mod functions;
 pub mod graph;
-pub mod ksyms;
 pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
@@ -20,6 +19,7 @@ pub mod trace;
 pub fn init() {
     control::init();
     trace::init();
+    register_sched_hooks();
     let root = crate::fs::tracefs::root();
     let result = ftrace::init_tracefs(&root)
         .and_then(|_| trace::init_options_files(&root))
@@ -29,5 +29,25 @@ pub fn init() {
         .and_then(|_| export::init_tracefs(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
+    }
+}
+
+/// Saves a new task's name for the output (Linux records comms from its
+/// sched probes the same way).
+fn save_cmdline_on_fork(_parent: crate::sched::Pid, child: &crate::sched::Task) {
+    trace::trace_save_cmdline(child.pid, child.comm());
+}
+
+/// Plugs tracing into the scheduler: the scheduler calls these hooks and
+/// never imports tracing.
+fn register_sched_hooks() {
+    let fork = crate::sched::SCHED_PROCESS_FORK.register(save_cmdline_on_fork);
+    let tick = crate::sched::SCHED_TICK.register(trace::trace_wakeup_tick);
+    if let Err(e) = fork.and(tick) {
+        println!("trace: cannot register the scheduler hooks: {e:?}");
+    }
+    // Tasks spawned before the hook was there.
+    for t in crate::sched::tasks().iter().filter(|t| t.pid != 0) {
+        trace::trace_save_cmdline(t.pid, &t.comm);
     }
 }

@@ -129,7 +129,7 @@ pub fn ftrace_selftest_formula(x: u64) -> u64 {
 /// The record index of the target's call site.
 fn target_record(target: Target) -> Option<usize> {
     let start = target as *const () as u64;
-    let sym = super::ksyms::table()?.lookup(start)?;
+    let sym = crate::kallsyms::table()?.lookup(start)?;
     let recs = ftrace::records();
     let i = recs.partition_point(|r| r.ip < start);
     (i < recs.len() && recs[i].ip < start - sym.offset + sym.size as u64).then_some(i)
@@ -306,7 +306,7 @@ pub fn ftrace_stress(duration_ns: u64, target: Target) -> String {
     let (mut patched, mut stable_on_phases, mut update_ticks) = (0usize, 0u64, 0u64);
     let start = crate::time::now_ns();
     let mut first_error = None;
-    while crate::time::now_ns() - start < duration_ns && !crate::fs::signal_pending() {
+    while crate::time::now_ns() - start < duration_ns && !crate::sched::signal_pending() {
         let was_on = count_on && COUNT_OPS.wants(target_i);
         EPOCH.store(((seq + 1) << 2) | TRANSITION, Ordering::SeqCst);
         seq += 1;

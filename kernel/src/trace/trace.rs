@@ -135,10 +135,7 @@ pub fn tracing_gen_ctx_dec() -> TraceCtx {
 /// The common header for an event of `type_` by the running task.
 #[inline(always)]
 pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
-    let task = percpu::this_cpu_current() as *const crate::sched::Task;
-    // SAFETY: `current` is null or the running task, which stays alive
-    // while it runs (as in sched::current_pid).
-    let pid = unsafe { task.as_ref() }.map_or(0, |t| t.pid);
+    let pid = crate::sched::current_pid();
     TraceEntry::new(type_, ctx, pid as i32)
 }
 
@@ -173,10 +170,7 @@ pub fn trace_entry_word(type_: u16) -> u64 {
         | (hardirq * u64::from(TRACE_FLAG_HARDIRQ))
         | (need_resched * u64::from(TRACE_FLAG_NEED_RESCHED));
     let depth = percpu::this_cpu_preempt_count().saturating_sub(1).min(15);
-    let task = percpu::this_cpu_current() as *const crate::sched::Task;
-    // SAFETY: `current` is null or the running task, which stays alive
-    // while it runs (as in sched::current_pid).
-    let pid = unsafe { task.as_ref() }.map_or(0, |t| t.pid);
+    let pid = crate::sched::current_pid();
     u64::from(type_) | flags << 16 | u64::from(depth) << 24 | u64::from(pid) << 32
 }
 
@@ -363,7 +357,7 @@ pub struct KernelSymbols;
 
 impl SymbolResolver for KernelSymbols {
     fn lookup(&self, addr: u64) -> Option<(&str, u64, u64)> {
-        let s = super::ksyms::table()?.lookup(addr)?;
+        let s = crate::kallsyms::table()?.lookup(addr)?;
         Some((s.name, s.offset, s.size as u64))
     }
 }

@@ -16,6 +16,9 @@ use super::{apic, gdt, idt, paging, tsc};
 static APIC_IDS: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 static AP_ONLINE: AtomicBool = AtomicBool::new(false);
 static ONLINE_MASK: AtomicU64 = AtomicU64::new(1);
+/// What each AP runs once it is up: the scheduler's idle loop, given by
+/// `start_aps`'s caller (arch code does not import the scheduler).
+static AP_IDLE: spin::Once<fn(usize) -> !> = spin::Once::new();
 
 const AP_STACK_SIZE: usize = 64 * 1024;
 
@@ -37,8 +40,10 @@ fn spin_ns(ns: u64) {
     }
 }
 
-/// Starts every AP listed in the MADT, one at a time. Returns the CPU count.
-pub fn start_aps(apic_ids: &[u32]) -> usize {
+/// Starts every AP listed in the MADT, one at a time; each ends in
+/// `idle(cpu)`. Returns the CPU count.
+pub fn start_aps(apic_ids: &[u32], idle: fn(usize) -> !) -> usize {
+    AP_IDLE.call_once(|| idle);
     let bsp = apic::lapic_id();
     APIC_IDS[0].store(bsp, Ordering::Relaxed);
     // SAFETY: the trampoline symbols delimit bytes in .rodata.
@@ -105,7 +110,10 @@ extern "C" fn ap_entry(cpu: usize) -> ! {
     apic::init_local();
     apic::start_timer();
     AP_ONLINE.store(true, Ordering::SeqCst);
-    crate::sched::run_idle(cpu)
+    let idle = AP_IDLE
+        .get()
+        .expect("start_aps sets it before starting an AP");
+    idle(cpu)
 }
 
 static CALL_LOCK: AtomicBool = AtomicBool::new(false);

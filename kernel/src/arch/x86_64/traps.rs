@@ -137,7 +137,7 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
     crate::println!(
         "RIP: {:#018x} {}",
         regs.rip,
-        crate::trace::ksyms::describe(regs.rip)
+        crate::kallsyms::describe(regs.rip)
     );
     crate::println!(
         "RSP: {:#018x} RBP: {:#018x} RFLAGS: {:#x}",
@@ -173,12 +173,12 @@ pub fn print_backtrace(rbp: u64) {
     crate::println!("Call Trace:");
     walk_frames(rbp, 32, |ret, real| {
         if real != ret {
-            crate::println!(" [<{:016x}>] ? {}", ret, crate::trace::ksyms::describe(ret));
+            crate::println!(" [<{:016x}>] ? {}", ret, crate::kallsyms::describe(ret));
         }
         crate::println!(
             " [<{:016x}>] {}",
             real,
-            crate::trace::ksyms::describe_return(real)
+            crate::kallsyms::describe_return(real)
         );
     });
 }
@@ -191,6 +191,8 @@ pub fn print_backtrace(rbp: u64) {
 /// chain cannot fault (Linux: the frame-pointer unwinder).
 pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
     let mut graph_idx = 0;
+    let task = crate::sched::current();
+    let handler = super::fgraph::return_to_handler_addr();
     for _ in 0..max {
         if rbp < 0xffff_8000_0000_0000
             || !rbp.is_multiple_of(8)
@@ -206,7 +208,9 @@ pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
         }
         f(
             ret,
-            crate::trace::fgraph::ftrace_graph_ret_addr(&mut graph_idx, ret, rbp + 8),
+            task.as_ref().map_or(ret, |t| {
+                t.ret_stack.ret_addr(&mut graph_idx, ret, rbp + 8, handler)
+            }),
         );
         if next <= rbp {
             break;

@@ -1,6 +1,7 @@
 //! Names for kernel addresses (Linux: kernel/kallsyms.c). The build links a
 //! `.kallsyms` section (see build-tools' kallsyms) between `__kallsyms_start`
-//! and `__kallsyms_end`; `tracer::kallsyms` parses it.
+//! and `__kallsyms_end`; `tracer::kallsyms` parses it. Panic backtraces
+//! (`arch::traps`) and the tracer's output both name addresses through here.
 use alloc::format;
 use alloc::string::String;
 
