@@ -166,7 +166,7 @@ fn trace_cmd_dump_reads_every_section() {
         "8\t[Bytes in a long]",
         "4096\t[Page size, bytes]",
         "[Header page, 205 bytes]",
-        "[Ftrace format, 5 events]",
+        "[Ftrace format, 6 events]",
         "[Events format, 0 systems]",
         "[Saved command lines, 17 bytes]",
         "2 [CPUs with tracing data]",
@@ -182,6 +182,7 @@ fn trace_cmd_dump_reads_every_section() {
         "funcgraph_exit",
         "print",
         "kernel_stack",
+        "func_repeats",
     ] {
         assert!(out.contains(&format!("name: {e}\n")), "{e} missing:\n{out}");
     }
@@ -190,7 +191,8 @@ fn trace_cmd_dump_reads_every_section() {
 /// Our report equals trace-cmd's for the whole sample: function lines with
 /// the plugin's indentation, folded and nested function_graph calls with
 /// every overhead mark, prints (long ones too), unknown tasks, the idle
-/// task, the 3 s gap and rounding at a second boundary.
+/// task, the 3 s gap, rounding at a second boundary, and func_repeats
+/// records (one with a delta beyond 32 bits).
 #[test]
 fn report_equals_trace_cmd_report() {
     let dat = sample();
@@ -203,6 +205,8 @@ fn report_equals_trace_cmd_report() {
     assert!(ours.contains("|  helper_a() {"));
     assert!(ours.contains("$ 12345678901 us |    leaf_c();"));
     assert!(!ours.contains("FAILED TO PARSE"));
+    assert!(ours.contains(" func_repeats:            leaf_c (count: 3  last_ts:     5.000899)"));
+    assert!(ours.contains(" helper_b (count: 65535  last_ts:     3.000777)"));
     let Some(theirs) = trace_cmd(&["report", p]) else {
         return;
     };

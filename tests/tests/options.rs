@@ -108,3 +108,122 @@ fn pause_on_trace() {
     assert_eq!(k.run(&format!("cat {T}/trace > {T}/trace_marker")), "");
     assert!(markers(&mut k) > 1);
 }
+
+/// The timestamp (in µs) and body of an event line of `trace`.
+fn ts_body(line: &str) -> (u64, &str) {
+    let (head, body) = line.split_once(": ").unwrap_or_else(|| panic!("{line:?}"));
+    let ts = head.rsplit(' ').next().unwrap();
+    (micros(ts), body)
+}
+
+/// `S.UUUUUU` as microseconds.
+fn micros(ts: &str) -> u64 {
+    let (s, us) = ts
+        .trim()
+        .split_once('.')
+        .unwrap_or_else(|| panic!("{ts:?}"));
+    s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap()
+}
+
+/// The event lines of `trace` (no header).
+fn events(k: &mut Kernel) -> Vec<String> {
+    clean(&k.run(&format!("cat {T}/trace")))
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+const ROOT: &str = "kernel::shell::work::calltree_root";
+
+/// func-no-repeats: `calltree 10` calls calltree_root ten times from one
+/// call site. Without the option that is ten function events; with it, one
+/// event, then, when the next different call (the shell's output) comes on
+/// that CPU, a `func_repeats` record printed as
+/// `calltree_root <-parent (repeats: 9, last_ts: T)` before that call's own
+/// event (Linux: function_no_repeats_trace_call). With func_stack_trace too,
+/// a folded call records no stack trace.
+#[test]
+fn func_no_repeats() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(k.run(&format!("echo {ROOT} > {T}/set_ftrace_filter")), "");
+    assert_eq!(
+        k.run(&format!("echo '*Output>::emit' >> {T}/set_ftrace_filter")),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo function > {T}/current_tracer")), "");
+    let listed = clean(&k.run(&format!("cat {T}/trace_options")));
+    assert!(
+        listed.ends_with("nofunc_stack_trace\nnofunc-no-repeats\n"),
+        "{listed}"
+    );
+
+    // Off: every call is an event.
+    let r = k.run("calltree 10");
+    assert!(r.contains("calltree: 10 iterations"), "{r}");
+    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    let evs = events(&mut k);
+    let roots: Vec<&String> = evs.iter().filter(|l| l.contains(ROOT)).collect();
+    assert_eq!(roots.len(), 10, "{evs:#?}");
+    assert!(!evs.iter().any(|l| l.contains("repeats")), "{evs:#?}");
+
+    // On: one event and one record of 9 repeats, written just before the
+    // next different call (the shell's `Output::emit`) on the shell's CPU.
+    assert_eq!(
+        k.run(&format!("echo func-no-repeats > {T}/trace_options")),
+        ""
+    );
+    assert_eq!(
+        clean(&k.run(&format!("cat {T}/options/func-no-repeats"))),
+        "1\n"
+    );
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
+    let r = k.run("calltree 10");
+    assert!(r.contains("calltree: 10 iterations"), "{r}");
+    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    let evs = events(&mut k);
+    let at: Vec<usize> = (0..evs.len()).filter(|&i| evs[i].contains(ROOT)).collect();
+    assert_eq!(at.len(), 2, "{evs:#?}");
+    let (first, rep) = (&evs[at[0]], &evs[at[1]]);
+    assert_eq!(at[1], at[0] + 1, "{evs:#?}");
+    let (t0, body0) = ts_body(first);
+    let (t1, body1) = ts_body(rep);
+    let (func, parent) = body0.split_once(" <-").unwrap();
+    assert_eq!(func, ROOT);
+    let (same, tail) = body1
+        .split_once(" (repeats: ")
+        .unwrap_or_else(|| panic!("{rep}"));
+    assert_eq!(same, body0, "the record names the folded call");
+    let last = tail
+        .strip_prefix("9, last_ts:")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{rep}"));
+    assert!(last.starts_with(' '), "{rep}");
+    let last = micros(last);
+    assert!(t0 <= last && last <= t1, "{first}\n{rep}");
+    let next = evs.get(at[1] + 1).unwrap_or_else(|| panic!("{evs:#?}"));
+    assert!(next.contains("Output>::emit <-"), "{next}");
+    assert!(!parent.is_empty());
+
+    // With func_stack_trace: a stack trace follows each recorded call, none
+    // follows the repeats record.
+    assert_eq!(
+        k.run(&format!("echo func_stack_trace > {T}/trace_options")),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
+    let r = k.run("calltree 10");
+    assert!(r.contains("calltree: 10 iterations"), "{r}");
+    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    let evs = events(&mut k);
+    let at: Vec<usize> = (0..evs.len())
+        .filter(|&i| evs[i].contains(ROOT) && !evs[i].starts_with(" => "))
+        .collect();
+    let roots: Vec<&str> = at.iter().map(|&i| evs[i].as_str()).collect();
+    assert_eq!(at.len(), 2, "{roots:#?}");
+    assert!(evs[at[0] + 1].ends_with("<stack trace>"), "{evs:#?}");
+    assert!(evs[at[1]].contains("(repeats: 9, "), "{evs:#?}");
+    assert!(evs[at[1] + 1].contains("Output>::emit <-"), "{evs:#?}");
+}

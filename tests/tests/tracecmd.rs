@@ -555,3 +555,69 @@ fn ktrace_record_function_graph() {
         .unwrap();
     assert!(String::from_utf8_lossy(&dump.stdout).contains("4 [CPUs with tracing data]"));
 }
+
+/// func-no-repeats: the kernel's `func_repeats` records read in trace-cmd
+/// with the same count and last time stamp the kernel's `trace` shows, and
+/// `ktrace report` prints what trace-cmd prints.
+#[test]
+fn trace_cmd_reads_func_repeats() {
+    let com2 = scratch("repeats.com2");
+    let dat = scratch("repeats.dat");
+    let com2_arg = format!("file:{}", com2.display());
+    let mut k = Kernel::boot(&["--smp", "2", "--", "-serial", &com2_arg]);
+    k.run("echo kernel::shell::work::calltree_root > /tracing/set_ftrace_filter");
+    k.run("echo '*Output>::emit' >> /tracing/set_ftrace_filter");
+    k.run("echo function > /tracing/current_tracer");
+    k.run("echo func-no-repeats > /tracing/trace_options");
+    let out = k.run("calltree 10");
+    assert!(out.contains("calltree: 10 iterations"), "{out}");
+    k.run("echo 0 > /tracing/tracing_on");
+    let trace = k.run("cat /tracing/trace");
+    let summary = k.run_with_timeout("trace-export", Duration::from_secs(300));
+    assert!(summary.contains("trace-export:"), "{summary}");
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+    let r = Command::new(ktrace_bin())
+        .args(["extract", "-i"])
+        .arg(&com2)
+        .arg("-o")
+        .arg(&dat)
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+
+    // The kernel's line: `... calltree_root <-parent (repeats: 9, last_ts: T)`.
+    let kline = trace
+        .lines()
+        .find(|l| l.contains("(repeats: "))
+        .unwrap_or_else(|| panic!("no repeats record:\n{trace}"));
+    let (head, tail) = kline
+        .split_once(": kernel::shell::work::calltree_root <-")
+        .unwrap();
+    let ts = head.rsplit(' ').next().unwrap();
+    let (_, rest) = tail.split_once(" (repeats: 9, last_ts:").unwrap();
+    let last_ts = rest.trim().trim_end_matches(')');
+
+    let d = dat.to_str().unwrap();
+    let report = trace_cmd(&["report", "-O", "parent=1", d]);
+    assert!(!report.contains("FAILED TO PARSE"), "{report}");
+    let tline = report
+        .lines()
+        .find(|l| l.contains(" func_repeats: "))
+        .unwrap_or_else(|| panic!("no func_repeats in trace-cmd's report:\n{report}"));
+    assert!(
+        tline.contains(&format!(" {ts}: func_repeats: ")),
+        "{tline}\n{kline}"
+    );
+    assert!(
+        tline.contains(&format!(
+            "kernel::shell::work::calltree_root <-- kernel::shell::work::calltree (count: 9  last_ts: {last_ts:>12})"
+        )),
+        "{tline}\n{kline}"
+    );
+    let ours = Command::new(ktrace_bin())
+        .args(["report", "-O", "parent=1", "-i", d])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
+}

@@ -14,7 +14,9 @@ use alloc::format;
 use alloc::string::String;
 use core::fmt::Write;
 
-use crate::entry::{TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_PRINT, TRACE_STACK};
+use crate::entry::{
+    TRACE_FN, TRACE_FUNC_REPEATS, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_PRINT, TRACE_STACK,
+};
 use crate::ring_buffer::event::{
     RINGBUF_TYPE_DATA_TYPE_LEN_MAX, RINGBUF_TYPE_PADDING, RINGBUF_TYPE_TIME_EXTEND,
     RINGBUF_TYPE_TIME_STAMP,
@@ -158,13 +160,31 @@ pub const KERNEL_STACK: FtraceEvent = FtraceEvent {
                 (void *)REC->caller[5], (void *)REC->caller[6], (void *)REC->caller[7]",
 };
 
+/// `func_repeats` (TRACE_FUNC_REPEATS): the function tracer's
+/// `func-no-repeats` records.
+pub const FUNC_REPEATS: FtraceEvent = FtraceEvent {
+    name: "func_repeats",
+    id: TRACE_FUNC_REPEATS,
+    fields: &[
+        ulong("ip"),
+        ulong("parent_ip"),
+        scalar("u16", "count", 2, 2, false),
+        scalar("u16", "top_delta_ts", 2, 2, false),
+        scalar("u32", "bottom_delta_ts", 4, 4, false),
+    ],
+    print_fmt: "\" %ps <-%ps\\t(repeats:%u  delta: -%llu)\", (void *)REC->ip, \
+                (void *)REC->parent_ip, REC->count, \
+                (((u64)(REC)->top_delta_ts << 32) | (REC)->bottom_delta_ts)",
+};
+
 /// The events this tracer produces, in `trace_entries.h` order.
-pub const FTRACE_EVENTS: [&FtraceEvent; 5] = [
+pub const FTRACE_EVENTS: [&FtraceEvent; 6] = [
     &FUNCTION,
     &FUNCGRAPH_ENTRY,
     &FUNCGRAPH_EXIT,
     &KERNEL_STACK,
     &PRINT,
+    &FUNC_REPEATS,
 ];
 
 impl FtraceEvent {

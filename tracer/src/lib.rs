@@ -20,4 +20,5 @@ pub mod kallsyms;
 pub mod options;
 #[forbid(unsafe_code)]
 pub mod output;
+pub mod repeats;
 pub mod ring_buffer;

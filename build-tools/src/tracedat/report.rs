@@ -17,6 +17,8 @@
 //!   into one `func();` line with its duration; other entries print
 //!   `func() {`, exits `}` with the duration and its overhead mark;
 //! - `print` uses its print fmt `"%ps: %s"`;
+//! - `func_repeats` prints as `function` does, then
+//!   `(count: N  last_ts: T)`;
 //! - a page whose `commit` carries RB_MISSED_EVENTS starts with
 //!   `CPU:N [EVENTS DROPPED]` (or `[N EVENTS DROPPED]` with the count).
 //!
@@ -333,6 +335,7 @@ fn print_record(
         ("ftrace", "funcgraph_entry") => graph_entry_text(ctx, fmt, rec, queues),
         ("ftrace", "funcgraph_exit") => graph_exit_text(fmt, rec),
         ("ftrace", "print") => print_text(ctx, fmt, rec),
+        ("ftrace", "func_repeats") => func_repeats_text(ctx, fmt, rec, opts.parent),
         _ => None,
     };
     match body {
@@ -403,6 +406,31 @@ fn function_text(
             }
         }
     }
+    Some(s)
+}
+
+/// plugin_function.c `trace_func_repeat_handler`: the function plugin's
+/// text for the folded call, then the count and the time of the last
+/// repeat (the record's time minus the 48-bit delta), printed as trace-cmd
+/// prints time stamps (its `tep_func_repeat_format`).
+fn func_repeats_text(
+    ctx: &mut Ctx<'_>,
+    fmt: &EventFormat,
+    rec: &Record,
+    parent_opt: bool,
+) -> Option<String> {
+    let mut s = function_text(ctx, fmt, rec, parent_opt)?;
+    let count = fmt.num(&rec.data, "count")?;
+    let top = fmt.num(&rec.data, "top_delta_ts")?;
+    let bottom = fmt.num(&rec.data, "bottom_delta_ts")?;
+    let last = rec.ts.wrapping_sub(top << 32 | bottom);
+    let us = (last + 500) / 1000;
+    let _ = write!(
+        s,
+        " (count: {count}  last_ts: {:5}.{:06})",
+        us / 1_000_000,
+        us % 1_000_000
+    );
     Some(s)
 }
 

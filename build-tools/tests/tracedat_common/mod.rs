@@ -6,7 +6,9 @@
 
 use build_tools::tracedat::frame::Transfer;
 use build_tools::tracedat::pages::PageWriter;
-use tracer::entry::{FtraceEntry, GraphEntEntry, GraphRetEntry, PrintEntry, TraceEntry};
+use tracer::entry::{
+    FtraceEntry, FuncRepeatsEntry, GraphEntEntry, GraphRetEntry, PrintEntry, TraceEntry,
+};
 use tracer::events;
 
 pub const BASE: u64 = 0xffff_ffff_8000_0000;
@@ -41,6 +43,23 @@ pub fn function(pid: i32, ip: &str, parent: &str) -> Vec<u8> {
         ent: ent(pid),
         ip: addr(ip) + 4,
         parent_ip: addr(parent) + 0x20,
+    }
+    .encode(&mut b)
+    .unwrap();
+    b
+}
+
+/// A `func_repeats` record (func-no-repeats): `count` more calls of
+/// `ip` from `parent`, the last one `delta` ns before the record.
+pub fn func_repeats(pid: i32, ip: &str, parent: &str, count: u16, delta: u64) -> Vec<u8> {
+    let mut b = vec![0u8; FuncRepeatsEntry::SIZE];
+    FuncRepeatsEntry {
+        ent: ent(pid),
+        ip: addr(ip) + 4,
+        parent_ip: addr(parent) + 0x20,
+        count,
+        top_delta_ts: (delta >> 32) as u16,
+        bottom_delta_ts: delta as u32,
     }
     .encode(&mut b)
     .unwrap();
@@ -146,6 +165,18 @@ pub fn events() -> Vec<(usize, u64, Vec<u8>)> {
             function(42, "leaf_c", "worker_loop"),
         ));
     }
+    // func-no-repeats records: a small count, and one whose last repeat is
+    // more than 2^32 ns (4.3 s) back, so top_delta_ts is used.
+    ev.push((
+        1,
+        t0 + 900_000,
+        func_repeats(42, "leaf_c", "worker_loop", 3, 1500),
+    ));
+    ev.push((
+        1,
+        t0 + 3_000_000_000 + 900_000,
+        func_repeats(77, "helper_b", "do_work", 65535, 5_000_123_456),
+    ));
     ev.push((
         1,
         t0 + 3_000_000_000 + 800_000,

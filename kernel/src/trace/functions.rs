@@ -14,17 +14,21 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use spin::{Lazy, Mutex};
-use tracer::entry::{FtraceEntry, StackEntry, TRACE_FN, TRACE_STACK};
+use tracer::entry::{
+    FtraceEntry, FuncRepeatsEntry, StackEntry, TRACE_FN, TRACE_FUNC_REPEATS, TRACE_STACK,
+};
 use tracer::filter::{FtraceFilter, FuncNames, PidFilter, RegexFile};
 use tracer::options::func_flags;
 use tracer::options::Tracer as TracerKind;
+use tracer::repeats::FuncRepeats;
 
 use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
 use super::trace::{
-    global_trace, trace_buffer_write, trace_buffer_write_full, trace_entry, trace_entry_word,
-    tracing_gen_ctx_dec,
+    global_trace, trace_buffer_write, trace_buffer_write_at, trace_buffer_write_full, trace_clock,
+    trace_entry, trace_entry_word, tracing_gen_ctx_dec,
 };
+use crate::arch::percpu;
 use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
@@ -42,12 +46,18 @@ static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::n
 const MAX_PIDS: usize = 32;
 static PIDS: [AtomicU32; MAX_PIDS] = [const { AtomicU32::new(u32::MAX) }; MAX_PIDS];
 /// What makes the callback leave its fast path, mirrored for it in one
-/// byte so that the fast path tests both with one load: `set_ftrace_pid`
+/// byte so that the fast path tests them all with one load: `set_ftrace_pid`
 /// holds pids ([`FUNC_PID_FILTER`]), the func_stack_trace option is set
-/// ([`FUNC_STACK_TRACE`]).
+/// ([`FUNC_STACK_TRACE`]), the func-no-repeats option is set
+/// ([`FUNC_NO_REPEATS`]).
 static FUNC_SLOW: AtomicU8 = AtomicU8::new(0);
 const FUNC_PID_FILTER: u8 = 1;
 const FUNC_STACK_TRACE: u8 = 2;
+const FUNC_NO_REPEATS: u8 = 4;
+/// Each CPU's last recorded call, for func-no-repeats (Linux:
+/// `tr->last_func_repeats`).
+static LAST_FUNC_REPEATS: [FuncRepeats; percpu::MAX_CPUS] =
+    [const { FuncRepeats::new() }; percpu::MAX_CPUS];
 
 fn set_func_slow(bit: u8, on: bool) {
     if on {
@@ -135,8 +145,12 @@ extern "C" fn function_trace_record(ip: u64, parent_slot: *mut u64, _op: &Ftrace
     recursion::unlock(bit);
 }
 
-/// [`function_trace_record`] with a pid filter, func_stack_trace, or a
-/// caller hijacked by function_graph (recursion bit already held).
+/// [`function_trace_record`] with a pid filter, func_stack_trace,
+/// func-no-repeats, or a caller hijacked by function_graph (recursion bit
+/// already held). With func-no-repeats, a call identical to this CPU's
+/// last recorded one is only counted (no stack trace either), and the
+/// first different one records the count first (Linux:
+/// function_no_repeats_trace_call and function_stack_no_repeats_trace_call).
 #[cold]
 #[inline(never)]
 fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slot: *mut u64) {
@@ -151,11 +165,26 @@ fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slo
     if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
         parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
     }
+    let slow = FUNC_SLOW.load(Ordering::Relaxed);
+    if slow & FUNC_NO_REPEATS != 0 {
+        let last = &LAST_FUNC_REPEATS[crate::arch::cpu_id()];
+        if last.is_repeat(ip, parent_ip, trace_clock()) {
+            return;
+        }
+        if let Some(repeats) = last.process(ip, parent_ip) {
+            // Linux: trace_last_func_repeats(), stamped when it is written.
+            let ts = trace_clock();
+            let ent = trace_entry(TRACE_FUNC_REPEATS, tracing_gen_ctx_dec());
+            trace_buffer_write_at(tr, ts, FuncRepeatsEntry::SIZE, |buf| {
+                let _ = repeats.entry(ent, ts).encode(buf);
+            });
+        }
+    }
     let header = trace_entry_word(TRACE_FN);
     trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
         encode_fn_entry(buf, header, ip, parent_ip)
     });
-    if FUNC_SLOW.load(Ordering::Relaxed) & FUNC_STACK_TRACE != 0 {
+    if slow & FUNC_STACK_TRACE != 0 {
         trace_stack(2);
     }
 }
@@ -263,7 +292,7 @@ static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
 fn function_trace_init() -> Result<(), Errno> {
     let wanted = wanted_by_filter(&FILTER.lock());
     FUNCTION_OPS.set_wanted(&wanted);
-    set_func_slow(FUNC_STACK_TRACE, stack_trace_option());
+    set_func_options();
     ftrace::register_ftrace_function(&FUNCTION_OPS)?;
     Ok(())
 }
@@ -272,15 +301,16 @@ fn function_trace_reset() {
     let _ = ftrace::unregister_ftrace_function(&FUNCTION_OPS);
 }
 
-fn stack_trace_option() -> bool {
-    global_trace().is_some_and(|tr| {
-        tr.options.lock().tracer_flags(TracerKind::Function) & func_flags::STACK != 0
-    })
+/// Copies the function tracer's options into [`FUNC_SLOW`].
+fn set_func_options() {
+    let flags = global_trace().map_or(0, |tr| tr.options.lock().tracer_flags(TracerKind::Function));
+    set_func_slow(FUNC_STACK_TRACE, flags & func_flags::STACK != 0);
+    set_func_slow(FUNC_NO_REPEATS, flags & func_flags::NO_REPEATS != 0);
 }
 
 /// Called when an option changes: keeps the callback's copy current.
 pub fn options_changed() {
-    set_func_slow(FUNC_STACK_TRACE, stack_trace_option());
+    set_func_options();
     super::graph::options_changed();
 }
 
