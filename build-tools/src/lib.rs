@@ -8,6 +8,8 @@
 //!   (Linux: `scripts/sorttable.c`, `BUILDTIME_MCOUNT_SORT`).
 //! - [`names`]: the one-token function names both of them use; `linked`: the
 //!   checks kallsyms and sorttable make when they open the linked kernel.
+//! - [`tracedat`]: `ktrace`'s trace.dat writer and reader; [`session`]: the
+//!   kernel's console under QEMU, driven by `ktrace` and the QEMU tests.
 #![forbid(unsafe_code)]
 
 pub mod error;
@@ -15,6 +17,7 @@ pub mod kallsyms;
 mod linked;
 pub mod names;
 pub mod recordmcount;
+pub mod session;
 pub mod sorttable;
 pub mod tracedat;
 

@@ -19,13 +19,13 @@
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
+use build_tools::session::{error_lines, repo_root, Options, Session};
 use build_tools::tracedat::dat::TraceDat;
 use build_tools::tracedat::frame::decode_stream;
 use build_tools::tracedat::report::{report, ReportOptions};
-use build_tools::tracedat::session::{error_lines, Session};
 use build_tools::tracedat::trace_dat_from_transfer;
 use build_tools::{Error, Result};
 
@@ -40,6 +40,8 @@ Output defaults to trace.dat.";
 
 /// How long one shell line may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a boot may take (the first run also builds the kernel).
+const BOOT_TIMEOUT: Duration = Duration::from_secs(900);
 
 enum Failure {
     Usage(String),
@@ -242,8 +244,35 @@ fn record(args: &[String], record: bool) -> std::result::Result<(), Failure> {
     Ok(())
 }
 
+/// Starts `qemu.sh --smp SMP -- -serial file:COM2` and waits for the first
+/// prompt. qemu.sh stays in our process group, so Ctrl-C stops QEMU too.
+fn boot(smp: u32, com2: &Path, verbose: bool) -> Result<Session> {
+    let qemu_sh = repo_root().join("qemu.sh");
+    if !qemu_sh.is_file() {
+        return Err(Error::new(format!(
+            "{} not found (run ktrace from the repository or set KTRACE_ROOT)",
+            qemu_sh.display()
+        )));
+    }
+    let mut cmd = Command::new(&qemu_sh);
+    cmd.arg("--smp")
+        .arg(smp.to_string())
+        .arg("--")
+        .arg("-serial")
+        .arg(format!("file:{}", com2.display()));
+    let opts = Options {
+        own_process_group: false,
+        echo: verbose,
+        log_in_errors: 3000,
+    };
+    let mut s = Session::start(cmd, opts)?;
+    s.wait_prompt(BOOT_TIMEOUT)
+        .map_err(|e| e.context("booting the kernel"))?;
+    Ok(s)
+}
+
 fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
-    let mut s = Session::boot(a.smp, com2, &[], a.verbose)?;
+    let mut s = boot(a.smp, com2, a.verbose)?;
     let mut lines = if record { setup_lines(a) } else { Vec::new() };
     let user_start = lines.len();
     lines.extend(a.lines.iter().cloned());

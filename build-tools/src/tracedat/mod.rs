@@ -8,15 +8,14 @@
 //! `trace-export` shell command sends the same files and pages over a second
 //! serial port in checksummed frames ([`frame`]), and the host side here
 //! turns them into the file ([`dat`], version 6) and prints it the way
-//! `trace-cmd report` does ([`report`]). [`session`] boots the kernel under
-//! QEMU and drives its shell for the `ktrace` command.
+//! `trace-cmd report` does ([`report`]). The `ktrace` command boots the
+//! kernel and drives its shell with [`crate::session`].
 
 pub use tracer::crc32;
 pub mod dat;
 pub mod frame;
 pub mod pages;
 pub mod report;
-pub mod session;
 
 use dat::{DatError, TraceDat, OPTION_UNAME};
 use frame::Transfer;
