@@ -14,6 +14,8 @@ pub mod fgraph;
 #[forbid(unsafe_code)]
 pub mod filter;
 #[forbid(unsafe_code)]
+pub mod ftrace;
+#[forbid(unsafe_code)]
 pub mod graph;
 pub mod kallsyms;
 #[forbid(unsafe_code)]

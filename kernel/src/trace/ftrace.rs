@@ -3,14 +3,17 @@
 //!
 //! - At boot, [`ftrace_init`] reads the `__mcount_loc` table that recordmcount
 //!   built (sorted at build time by `sorttable`, so one pass checks the order
-//!   and the sort is only a fallback), checks every site's bytes and turns
-//!   each into a NOP.
+//!   and the sort is only a fallback) and has the arch code turn every site
+//!   into a NOP (`ftrace_make_nop`, which checks the site's bytes first).
 //!   Each site becomes a [`DynFtrace`] record (ip, flags).
 //! - A user of function tracing is an [`FtraceOps`]: a callback plus the set of
 //!   records it wants (its filter). Several can be registered at once.
-//! - [`ftrace_update`] recomputes, for every record, how many ops want it and
-//!   patches the sites whose state must change, in one int3 batch: a site
-//!   calls `ftrace_caller` if any ops wants it and is a NOP when none does.
+//! - [`ftrace_update`] recomputes, for every record, how many ops want it,
+//!   decides what each site must become (`ftrace_modify_all_code`: a site
+//!   calls `ftrace_caller` if any ops wants it and is a NOP when none does),
+//!   and hands the sites that change to the arch code's
+//!   `ftrace_replace_code`, which checks and patches them in one int3 batch.
+//!   This file never sees an instruction byte.
 //! - `ftrace_caller` calls `function_trace_op->func`: the single registered
 //!   ops directly, or [`ftrace_ops_list_func`], which asks each ops.
 use alloc::boxed::Box;
@@ -21,9 +24,11 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use spin::{Mutex, Once};
 
-use crate::arch::ftrace::{self as arch_ftrace, MCOUNT_INSN_SIZE, NOP5};
+use tracer::ftrace::FtraceUpdate;
+
+use crate::arch::ftrace::{self as arch_ftrace, FtraceFault, FtraceInsn, FtraceSite};
 use crate::arch::percpu;
-use crate::arch::text_poke::{self, Emulate, PokeSite, TextPoke};
+use crate::arch::text_poke;
 use crate::fs::Errno;
 
 /// The site calls the trampoline now (Linux: FTRACE_FL_ENABLED).
@@ -115,20 +120,20 @@ fn mcount_loc() -> &'static [u64] {
 
 /// Reports a site whose bytes are not what we expect, and stops all code
 /// patching (Linux: ftrace_bug + ftrace_kill).
-fn ftrace_bug(ip: u64, expected: &[u8; 5], actual: &[u8; 5]) {
+fn ftrace_bug(fault: &FtraceFault) {
     FTRACE_DISABLED.store(true, Ordering::SeqCst);
     println!("------------[ cut here ]------------");
     println!(
         "WARNING: ftrace failed to modify {}",
-        crate::kallsyms::describe(ip)
+        crate::kallsyms::describe(fault.ip)
     );
-    println!(" actual:   {}", hex(actual));
-    println!(" expected: {}", hex(expected));
+    println!(" actual:   {}", hex(&fault.actual));
+    println!(" expected: {}", hex(&fault.expected));
     println!("ftrace: code patching disabled");
     println!("---[ end trace ]---");
 }
 
-fn hex(b: &[u8; 5]) -> String {
+fn hex(b: &[u8]) -> String {
     let mut s = String::new();
     for (i, x) in b.iter().enumerate() {
         let _ = write!(s, "{}{:02x}", if i > 0 { ":" } else { "" }, x);
@@ -163,25 +168,20 @@ pub fn ftrace_init() {
         count / 256 + 1
     );
     let mut records = Vec::with_capacity(count);
-    {
-        let mut poke = TextPoke::lock();
-        for ip in ips {
-            let Some(expected) = arch_ftrace::compiler_site_bytes(ip) else {
-                continue;
-            };
-            let actual: [u8; 5] = poke.read(ip);
-            if actual != expected {
-                ftrace_bug(ip, &expected, &actual);
-                return;
-            }
-            poke.write(ip, &NOP5);
-            records.push(DynFtrace {
-                ip,
-                flags: AtomicU32::new(0),
-            });
+    let mut poke = arch_ftrace::ftrace_arch_code_modify_prepare();
+    for ip in ips {
+        // Linux: ftrace_nop_initialize -> ftrace_init_nop.
+        if let Err(fault) = arch_ftrace::ftrace_make_nop(&mut poke, ip) {
+            drop(poke);
+            ftrace_bug(&fault);
+            return;
         }
+        records.push(DynFtrace {
+            ip,
+            flags: AtomicU32::new(0),
+        });
     }
-    text_poke::sync_core();
+    arch_ftrace::ftrace_arch_code_modify_post_process(poke);
     let n = records.len();
     RECORDS.call_once(|| records.into_boxed_slice());
     let ticks = crate::arch::rdtsc() - t0;
@@ -338,7 +338,7 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
     let before = registered();
     slot.store(p, Ordering::Release);
     let after = registered();
-    let r = update_locked(&before, &after);
+    let r = ftrace_run_update_code(&before, &after);
     if r.is_err() {
         // Not registered after all: nothing may call it.
         function_trace_op.store(op_for(&before), Ordering::SeqCst);
@@ -361,7 +361,7 @@ pub fn unregister_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> 
         .filter(|o| !core::ptr::eq(*o, ops))
         .collect();
     // Patch first, with the ops still reachable; then drop it from the list.
-    let r = update_locked(&before, &after);
+    let r = ftrace_run_update_code(&before, &after);
     slot.store(core::ptr::null_mut(), Ordering::Release);
     r
 }
@@ -373,16 +373,71 @@ pub fn ftrace_update() -> Result<(), Errno> {
     }
     let _g = FTRACE_LOCK.lock();
     let ops = registered();
-    update_locked(&ops, &ops)
+    ftrace_run_update_code(&ops, &ops)
 }
 
-/// Patches the sites whose wanted state changed (Linux: ftrace_replace_code).
-fn update_locked(before: &[&'static FtraceOps], after: &[&'static FtraceOps]) -> Result<(), Errno> {
+/// Brings the code in line with the registered ops, under [`FTRACE_LOCK`]
+/// (Linux: ftrace_run_update_code; `before` and `after` are the ops
+/// registered before and after the change).
+fn ftrace_run_update_code(
+    before: &[&'static FtraceOps],
+    after: &[&'static FtraceOps],
+) -> Result<(), Errno> {
     if ftrace_is_dead() {
         return Err(Errno::ENODEV);
     }
     let t0 = crate::arch::rdtsc();
-    // While sites change, the trampoline must reach every ops of both sets.
+    let r = ftrace_modify_all_code(before, after);
+    if let Ok(n) = r {
+        *LAST_UPDATE.lock() = (crate::arch::rdtsc() - t0, n);
+    }
+    r.map(|_| ())
+}
+
+/// The address an enabled site calls now (Linux: ftrace_get_addr_curr).
+/// There is one trampoline, so it is always `ftrace_caller`.
+fn ftrace_get_addr_curr(_rec: &DynFtrace) -> u64 {
+    arch_ftrace::ftrace_caller_addr()
+}
+
+/// The address a wanted site must call (Linux: ftrace_get_addr_new).
+fn ftrace_get_addr_new(_rec: &DynFtrace) -> u64 {
+    arch_ftrace::ftrace_caller_addr()
+}
+
+/// What a record's site must become, from its flags with the new reference
+/// count (Linux: ftrace_check_record).
+fn ftrace_check_record(flags: u32, addr_curr: u64, addr_new: u64) -> FtraceUpdate {
+    let enabled = flags & FTRACE_FL_ENABLED != 0;
+    let want = flags & FTRACE_REF_MASK != 0;
+    match (enabled, want) {
+        (false, false) => FtraceUpdate::Ignore,
+        (false, true) => FtraceUpdate::MakeCall,
+        (true, false) => FtraceUpdate::MakeNop,
+        (true, true) if addr_curr != addr_new => FtraceUpdate::ModifyCall,
+        (true, true) => FtraceUpdate::Ignore,
+    }
+}
+
+/// The record's flags once its site was updated (Linux: ftrace_update_record).
+fn ftrace_update_record(flags: u32, update: FtraceUpdate) -> u32 {
+    match update {
+        FtraceUpdate::MakeCall | FtraceUpdate::ModifyCall => flags | FTRACE_FL_ENABLED,
+        FtraceUpdate::MakeNop => flags & !FTRACE_FL_ENABLED,
+        FtraceUpdate::Ignore => flags,
+    }
+}
+
+/// Decides, for every record, what its site must become, has the arch code
+/// patch the sites that change, and keeps the records' flags (Linux:
+/// ftrace_modify_all_code with FTRACE_UPDATE_CALLS). While sites change,
+/// the trampoline reaches every ops of both sets. Returns how many sites
+/// were patched. If a site does not hold what its record says, nothing is
+/// written and patching stops for good ([`ftrace_bug`]).
+fn ftrace_modify_all_code(
+    before: &[&'static FtraceOps],
+    after: &[&'static FtraceOps],
+) -> Result<usize, Errno> {
     let mut both: Vec<&'static FtraceOps> = before.to_vec();
     for o in after {
         if !both.iter().any(|b| core::ptr::eq(*b, *o)) {
@@ -391,50 +446,40 @@ fn update_locked(before: &[&'static FtraceOps], after: &[&'static FtraceOps]) ->
     }
     function_trace_op.store(op_for(&both), Ordering::SeqCst);
 
-    let caller = arch_ftrace::ftrace_caller_addr();
-    let mut poke = TextPoke::lock();
     let mut sites = Vec::new();
-    let mut new_flags = Vec::new();
+    let mut new_flags = Vec::with_capacity(records().len());
     for (i, rec) in records().iter().enumerate() {
+        // Linux counts the ops per record as they come and go
+        // (__ftrace_hash_rec_update); here the count is recomputed.
         let refs = after.iter().filter(|o| o.wants(i)).count() as u32;
-        let flags = rec.flags.load(Ordering::Relaxed);
-        let enabled = flags & FTRACE_FL_ENABLED != 0;
-        let want = refs > 0;
-        let mut nf = (flags & !FTRACE_REF_MASK) | refs;
-        if want {
-            nf |= FTRACE_FL_TOUCHED;
+        let mut flags = (rec.flags.load(Ordering::Relaxed) & !FTRACE_REF_MASK) | refs;
+        if refs > 0 {
+            flags |= FTRACE_FL_TOUCHED;
         }
-        if want != enabled {
-            let call = arch_ftrace::ftrace_call_replace(rec.ip, caller).ok_or(Errno::EINVAL)?;
-            let (old, new, emulate) = if want {
-                (NOP5, call, Emulate::Call(caller))
-            } else {
-                (call, NOP5, Emulate::Jump(rec.ip + MCOUNT_INSN_SIZE))
-            };
-            // Verify before touching anything (Linux's first pass).
-            let actual: [u8; 5] = poke.read(rec.ip);
-            if actual != old {
-                ftrace_bug(rec.ip, &old, &actual);
-                return Err(Errno::EIO);
-            }
-            sites.push(PokeSite {
-                addr: rec.ip,
-                new,
-                emulate,
+        let update =
+            ftrace_check_record(flags, ftrace_get_addr_curr(rec), ftrace_get_addr_new(rec));
+        if update != FtraceUpdate::Ignore {
+            sites.push(FtraceSite {
+                ip: rec.ip,
+                update,
+                addr_curr: ftrace_get_addr_curr(rec),
+                addr_new: ftrace_get_addr_new(rec),
             });
-            nf ^= FTRACE_FL_ENABLED;
         }
-        new_flags.push(nf);
+        new_flags.push(ftrace_update_record(flags, update));
     }
-    let n = sites.len();
-    text_poke::text_poke_bp_batch(&mut poke, sites);
-    drop(poke);
+    let n = match arch_ftrace::ftrace_replace_code(&sites) {
+        Ok(n) => n,
+        Err(fault) => {
+            ftrace_bug(&fault);
+            return Err(Errno::EIO);
+        }
+    };
     for (rec, nf) in records().iter().zip(new_flags) {
         rec.flags.store(nf, Ordering::Relaxed);
     }
     function_trace_op.store(op_for(after), Ordering::SeqCst);
-    *LAST_UPDATE.lock() = (crate::arch::rdtsc() - t0, n);
-    Ok(())
+    Ok(n)
 }
 
 /// What [`ftrace_check_sites`] found.
@@ -452,7 +497,6 @@ pub struct CheckReport {
 /// NOP, or a call to `ftrace_caller` when enabled) and counts what it holds.
 pub fn ftrace_check_sites() -> CheckReport {
     let _g = FTRACE_LOCK.lock();
-    let call = |ip| arch_ftrace::ftrace_call_replace(ip, arch_ftrace::ftrace_caller_addr());
     let mut report = CheckReport {
         sites: records().len(),
         bad: 0,
@@ -460,10 +504,9 @@ pub fn ftrace_check_sites() -> CheckReport {
         nops: 0,
     };
     for rec in records() {
-        // SAFETY: a recorded site is 5 bytes of mapped kernel text.
-        let actual = unsafe { core::ptr::read_unaligned(rec.ip as *const [u8; 5]) };
-        let is_call = Some(actual) == call(rec.ip);
-        let is_nop = actual == NOP5;
+        let (insn, actual) = arch_ftrace::ftrace_read_site(rec.ip);
+        let is_call = insn == FtraceInsn::Call(ftrace_get_addr_curr(rec));
+        let is_nop = insn == FtraceInsn::Nop;
         report.calls += is_call as usize;
         report.nops += is_nop as usize;
         if (rec.enabled() && !is_call) || (!rec.enabled() && !is_nop) {

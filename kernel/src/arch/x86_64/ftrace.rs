@@ -14,7 +14,18 @@
 //! function_graph rewrites that slot), and calls
 //! `function_trace_op->func(ip, parent_slot, op)`. Loading the op and its
 //! function through one pointer keeps the pair consistent while it changes.
+//!
+//! The generic side (`trace::ftrace`) decides what each site must become;
+//! this file only knows the bytes: it checks that a site holds what its
+//! record says ([`ftrace_make_nop`] at boot, the first pass of
+//! [`ftrace_replace_code`]) and writes the new instruction, live sites
+//! through the int3 protocol of `text_poke`.
+use alloc::vec::Vec;
 use core::arch::global_asm;
+
+use tracer::ftrace::FtraceUpdate;
+
+use super::text_poke::{self, Emulate, PokeSite, TextPoke};
 
 /// The 5-byte NOP every site holds while not traced (Linux: x86_nops[5]).
 pub const NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x00];
@@ -135,8 +146,14 @@ pub fn mcount_addr() -> u64 {
     mcount as *const () as u64
 }
 
-/// `call target` encoded at `ip` (Linux: text_gen_insn(CALL_INSN_OPCODE, ...)).
-/// None if the target is out of rel32 range.
+/// The NOP a site holds while not traced (Linux: ftrace_nop_replace).
+pub fn ftrace_nop_replace() -> [u8; 5] {
+    NOP5
+}
+
+/// `call target` encoded at `ip` (Linux: ftrace_call_replace, with
+/// text_gen_insn(CALL_INSN_OPCODE, ...)). None if the target is out of
+/// rel32 range.
 pub fn ftrace_call_replace(ip: u64, target: u64) -> Option<[u8; 5]> {
     let rel = (target as i64).wrapping_sub(ip as i64 + 5);
     let rel = i32::try_from(rel).ok()?;
@@ -147,10 +164,149 @@ pub fn ftrace_call_replace(ip: u64, target: u64) -> Option<[u8; 5]> {
 /// The bytes a site holds in the image, before boot conversion: `call mcount`,
 /// or in the fentry-style build the NOP (recordmcount already rewrote the
 /// compiler's `NOP5_PATCHABLE` of every recorded site into [`NOP5`]).
-pub fn compiler_site_bytes(ip: u64) -> Option<[u8; 5]> {
+fn compiler_site_bytes(ip: u64) -> Option<[u8; 5]> {
     if cfg!(ktrace_fentry) {
         Some(NOP5)
     } else {
         ftrace_call_replace(ip, mcount_addr())
     }
+}
+
+/// A site that does not hold what it should: nothing was written to it, and
+/// the caller must stop all patching (Linux: the report of ftrace_bug).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FtraceFault {
+    pub ip: u64,
+    /// What the site should hold ([0; 5] when no instruction could be
+    /// encoded: a call target out of rel32 range).
+    pub expected: [u8; 5],
+    pub actual: [u8; 5],
+}
+
+/// Reads the site and compares it with `old` (Linux: ftrace_verify_code).
+fn ftrace_verify_code(poke: &TextPoke, ip: u64, old: Option<[u8; 5]>) -> Result<(), FtraceFault> {
+    let actual: [u8; 5] = poke.read(ip);
+    match old {
+        Some(expected) if actual == expected => Ok(()),
+        _ => Err(FtraceFault {
+            ip,
+            expected: old.unwrap_or([0; 5]),
+            actual,
+        }),
+    }
+}
+
+/// Takes the text lock for a series of code changes (Linux:
+/// ftrace_arch_code_modify_prepare, which takes text_mutex).
+pub fn ftrace_arch_code_modify_prepare() -> TextPoke {
+    TextPoke::lock()
+}
+
+/// Ends a series of direct (boot-time) writes: drops the text lock and makes
+/// this CPU forget any prefetched bytes (Linux:
+/// ftrace_arch_code_modify_post_process).
+pub fn ftrace_arch_code_modify_post_process(poke: TextPoke) {
+    drop(poke);
+    text_poke::sync_core();
+}
+
+/// Turns the compiler's site at `ip` into the NOP, with a plain write: only
+/// for boot, while no other CPU runs (Linux: ftrace_init_nop ->
+/// ftrace_make_nop(rec, MCOUNT_ADDR) -> ftrace_modify_code_direct). The
+/// site must hold the compiler's instruction (`call mcount`, or the NOP in
+/// the fentry-style build); otherwise nothing is written.
+pub fn ftrace_make_nop(poke: &mut TextPoke, ip: u64) -> Result<(), FtraceFault> {
+    ftrace_verify_code(poke, ip, compiler_site_bytes(ip))?;
+    poke.write(ip, &ftrace_nop_replace());
+    Ok(())
+}
+
+/// One site of a live update, as the generic side decided it: the site at
+/// `ip` calls `addr_curr` or holds the NOP now, and `update` says what it
+/// must become (calls go to `addr_new`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FtraceSite {
+    pub ip: u64,
+    pub update: FtraceUpdate,
+    pub addr_curr: u64,
+    pub addr_new: u64,
+}
+
+/// The bytes a site must hold before its update (Linux: the first switch of
+/// x86's ftrace_replace_code).
+fn ftrace_old_insn(s: &FtraceSite) -> Option<[u8; 5]> {
+    match s.update {
+        FtraceUpdate::MakeCall => Some(ftrace_nop_replace()),
+        FtraceUpdate::MakeNop | FtraceUpdate::ModifyCall => ftrace_call_replace(s.ip, s.addr_curr),
+        FtraceUpdate::Ignore => None,
+    }
+}
+
+/// The site's new instruction, and what a CPU that meets its int3 in
+/// between must do instead (Linux: ftrace_make_call / ftrace_make_nop /
+/// ftrace_modify_call, queued with text_poke_queue).
+fn ftrace_new_insn(s: &FtraceSite) -> Option<PokeSite> {
+    let (new, emulate) = match s.update {
+        FtraceUpdate::MakeCall | FtraceUpdate::ModifyCall => (
+            ftrace_call_replace(s.ip, s.addr_new)?,
+            Emulate::Call(s.addr_new),
+        ),
+        FtraceUpdate::MakeNop => (ftrace_nop_replace(), Emulate::Jump(s.ip + MCOUNT_INSN_SIZE)),
+        FtraceUpdate::Ignore => return None,
+    };
+    Some(PokeSite {
+        addr: s.ip,
+        new,
+        emulate,
+    })
+}
+
+/// Applies the generic side's decisions to the code, while every CPU may be
+/// running it (Linux: arch/x86's ftrace_replace_code). `sites` is sorted by
+/// address, without [`FtraceUpdate::Ignore`]. First every site is checked
+/// against the bytes its record says it holds; if one differs nothing is
+/// written. Then all are patched in one int3 batch (Linux: text_poke_queue,
+/// text_poke_finish). Returns how many sites were written.
+pub fn ftrace_replace_code(sites: &[FtraceSite]) -> Result<usize, FtraceFault> {
+    let mut poke = TextPoke::lock();
+    let mut batch = Vec::with_capacity(sites.len());
+    for s in sites {
+        ftrace_verify_code(&poke, s.ip, ftrace_old_insn(s))?;
+        // A call whose target is out of range cannot be encoded.
+        let p = ftrace_new_insn(s).ok_or(FtraceFault {
+            ip: s.ip,
+            expected: [0; 5],
+            actual: poke.read(s.ip),
+        })?;
+        batch.push(p);
+    }
+    let n = batch.len();
+    text_poke::text_poke_bp_batch(&mut poke, batch);
+    Ok(n)
+}
+
+/// What a site holds now, read back from the text (for ftrace_check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FtraceInsn {
+    /// The NOP.
+    Nop,
+    /// `call addr`.
+    Call(u64),
+    /// Anything else.
+    Other,
+}
+
+/// Reads the site at `ip` and says what it holds, with its bytes.
+pub fn ftrace_read_site(ip: u64) -> (FtraceInsn, [u8; 5]) {
+    // SAFETY: a recorded site is 5 bytes of mapped kernel text.
+    let b = unsafe { core::ptr::read_unaligned(ip as *const [u8; 5]) };
+    let insn = if b == NOP5 {
+        FtraceInsn::Nop
+    } else if b[0] == 0xe8 {
+        let rel = i32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+        FtraceInsn::Call((ip + MCOUNT_INSN_SIZE).wrapping_add_signed(rel as i64))
+    } else {
+        FtraceInsn::Other
+    };
+    (insn, b)
 }
