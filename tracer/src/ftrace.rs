@@ -2,9 +2,21 @@
 //! (Linux: the record logic of kernel/trace/ftrace.c).
 //!
 //! The kernel keeps one record per call site (`struct dyn_ftrace`: the
-//! site's address and a word of flags). This module says what a site must
-//! become when the users of function tracing change; the kernel's arch code
-//! turns that into bytes.
+//! site's address and a word of flags). The low bits of the flags count the
+//! users of function tracing (`ftrace_ops`) that want the site; one bit says
+//! whether the site calls the trampoline now. When the users change, the
+//! kernel recounts each record and asks [`ftrace_test_record`] what its site
+//! must become: nothing, a call where the NOP is, the NOP where the call is,
+//! or a call to another trampoline. The arch code turns that into bytes;
+//! once they are written, [`ftrace_update_record`] gives the record's new
+//! flags.
+
+/// The site calls a trampoline now (Linux: FTRACE_FL_ENABLED).
+pub const FTRACE_FL_ENABLED: u32 = 1 << 31;
+/// Some ops wanted the site since boot (Linux: FTRACE_FL_TOUCHED).
+pub const FTRACE_FL_TOUCHED: u32 = 1 << 20;
+/// Low bits: how many ops want the site (Linux: FTRACE_REF_MAX).
+pub const FTRACE_REF_MASK: u32 = (1 << 19) - 1;
 
 /// What one site must become (Linux: the FTRACE_UPDATE_* values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,4 +29,154 @@ pub enum FtraceUpdate {
     MakeNop,
     /// The call stays a call, to another trampoline.
     ModifyCall,
+}
+
+/// How many ops want the site (Linux: ftrace_rec_count).
+#[inline]
+pub fn ftrace_rec_count(flags: u32) -> u32 {
+    flags & FTRACE_REF_MASK
+}
+
+/// The record's flags with `refs` ops wanting it, saturated at
+/// [`FTRACE_REF_MASK`]; a wanted record is touched for good (Linux counts
+/// the ops one by one in __ftrace_hash_rec_update; the kernel recounts).
+#[inline]
+pub fn ftrace_rec_set_count(flags: u32, refs: u32) -> u32 {
+    let refs = refs.min(FTRACE_REF_MASK);
+    let mut f = (flags & !FTRACE_REF_MASK) | refs;
+    if refs > 0 {
+        f |= FTRACE_FL_TOUCHED;
+    }
+    f
+}
+
+/// The decision and the flags after it (Linux: ftrace_check_record).
+/// `addr_curr` is the trampoline an enabled site calls now, `addr_new` the
+/// one a wanted site must call.
+#[inline]
+pub fn ftrace_check_record(flags: u32, addr_curr: u64, addr_new: u64) -> (FtraceUpdate, u32) {
+    let enabled = flags & FTRACE_FL_ENABLED != 0;
+    let wanted = ftrace_rec_count(flags) > 0;
+    match (enabled, wanted) {
+        (false, false) => (FtraceUpdate::Ignore, flags),
+        (false, true) => (FtraceUpdate::MakeCall, flags | FTRACE_FL_ENABLED),
+        (true, false) => (FtraceUpdate::MakeNop, flags & !FTRACE_FL_ENABLED),
+        (true, true) if addr_curr != addr_new => (FtraceUpdate::ModifyCall, flags),
+        (true, true) => (FtraceUpdate::Ignore, flags),
+    }
+}
+
+/// What the record's site must become, flags unchanged (Linux: ftrace_test_record).
+#[inline]
+pub fn ftrace_test_record(flags: u32, addr_curr: u64, addr_new: u64) -> FtraceUpdate {
+    ftrace_check_record(flags, addr_curr, addr_new).0
+}
+
+/// The record's flags once its site was updated (Linux: ftrace_update_record).
+#[inline]
+pub fn ftrace_update_record(flags: u32, addr_curr: u64, addr_new: u64) -> u32 {
+    ftrace_check_record(flags, addr_curr, addr_new).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const CALLER: u64 = 0x1000;
+    const OTHER: u64 = 0x2000;
+
+    #[test]
+    fn the_four_decisions() {
+        let off = 0;
+        let on = FTRACE_FL_ENABLED;
+        // Nobody wants it, it is a NOP: nothing to do.
+        assert_eq!(
+            ftrace_test_record(off, CALLER, CALLER),
+            FtraceUpdate::Ignore
+        );
+        // Wanted, still a NOP: make the call.
+        let f = ftrace_rec_set_count(off, 1);
+        assert_eq!(
+            ftrace_test_record(f, CALLER, CALLER),
+            FtraceUpdate::MakeCall
+        );
+        assert_eq!(
+            ftrace_update_record(f, CALLER, CALLER) & FTRACE_FL_ENABLED,
+            on
+        );
+        // Wanted and calling the right trampoline: nothing.
+        let f = ftrace_rec_set_count(on, 2);
+        assert_eq!(ftrace_test_record(f, CALLER, CALLER), FtraceUpdate::Ignore);
+        // Wanted, calling another trampoline: modify the call, stay enabled.
+        assert_eq!(
+            ftrace_test_record(f, OTHER, CALLER),
+            FtraceUpdate::ModifyCall
+        );
+        assert_eq!(ftrace_update_record(f, OTHER, CALLER), f);
+        // Enabled, nobody wants it any more: back to the NOP.
+        let f = ftrace_rec_set_count(on | FTRACE_FL_TOUCHED, 0);
+        assert_eq!(ftrace_test_record(f, CALLER, CALLER), FtraceUpdate::MakeNop);
+        assert_eq!(
+            ftrace_update_record(f, CALLER, CALLER) & FTRACE_FL_ENABLED,
+            0
+        );
+    }
+
+    #[test]
+    fn counts_and_touched() {
+        assert_eq!(ftrace_rec_count(ftrace_rec_set_count(0, 3)), 3);
+        assert_eq!(ftrace_rec_set_count(0, 0), 0, "never wanted: not touched");
+        let f = ftrace_rec_set_count(0, 1);
+        assert_ne!(f & FTRACE_FL_TOUCHED, 0);
+        let f = ftrace_rec_set_count(f, 0);
+        assert_eq!(ftrace_rec_count(f), 0);
+        assert_ne!(f & FTRACE_FL_TOUCHED, 0, "touched stays");
+        // The count saturates and never spills into the flag bits.
+        let f = ftrace_rec_set_count(FTRACE_FL_ENABLED, u32::MAX);
+        assert_eq!(ftrace_rec_count(f), FTRACE_REF_MASK);
+        assert_eq!(f & !FTRACE_REF_MASK, FTRACE_FL_ENABLED | FTRACE_FL_TOUCHED);
+    }
+
+    /// A site's instruction, as the arch code would hold it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Site {
+        Nop,
+        Call(u64),
+    }
+
+    proptest! {
+        /// Any sequence of reference counts and trampolines: applying each
+        /// decision to a model site keeps the site what the flags say (a
+        /// call to the wanted trampoline exactly when some ops wants it),
+        /// every decision starts from the instruction the site holds, and a
+        /// second look right after an update finds nothing to do.
+        #[test]
+        fn decisions_keep_site_and_flags_in_step(
+            steps in proptest::collection::vec((0u32..4, prop::bool::ANY), 1..40)
+        ) {
+            let mut flags = 0u32;
+            let mut site = Site::Nop;
+            let mut curr = CALLER;
+            for (refs, other) in steps {
+                let new = if other { OTHER } else { CALLER };
+                flags = ftrace_rec_set_count(flags, refs);
+                let (update, after) = ftrace_check_record(flags, curr, new);
+                site = match (update, site) {
+                    (FtraceUpdate::Ignore, s) => s,
+                    (FtraceUpdate::MakeCall, Site::Nop) => Site::Call(new),
+                    (FtraceUpdate::MakeNop, Site::Call(a)) if a == curr => Site::Nop,
+                    (FtraceUpdate::ModifyCall, Site::Call(a)) if a == curr => Site::Call(new),
+                    (u, s) => panic!("{u:?} on a site holding {s:?}"),
+                };
+                flags = after;
+                if let Site::Call(a) = site {
+                    curr = a;
+                }
+                prop_assert_eq!(flags & FTRACE_FL_ENABLED != 0, refs > 0);
+                prop_assert_eq!(site, if refs > 0 { Site::Call(new) } else { Site::Nop });
+                prop_assert_eq!(ftrace_test_record(flags, curr, new), FtraceUpdate::Ignore);
+            }
+        }
+    }
 }

@@ -24,19 +24,15 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use spin::{Mutex, Once};
 
-use tracer::ftrace::FtraceUpdate;
+use tracer::ftrace::{
+    ftrace_rec_count, ftrace_rec_set_count, ftrace_test_record, ftrace_update_record, FtraceUpdate,
+};
+pub use tracer::ftrace::{FTRACE_FL_ENABLED, FTRACE_FL_TOUCHED};
 
 use crate::arch::ftrace::{self as arch_ftrace, FtraceFault, FtraceInsn, FtraceSite};
 use crate::arch::percpu;
 use crate::arch::text_poke;
 use crate::fs::Errno;
-
-/// The site calls the trampoline now (Linux: FTRACE_FL_ENABLED).
-pub const FTRACE_FL_ENABLED: u32 = 1 << 31;
-/// Some ops was attached since boot (Linux: FTRACE_FL_TOUCHED).
-pub const FTRACE_FL_TOUCHED: u32 = 1 << 20;
-/// Low bits: how many ops want this site (Linux: FTRACE_REF_MAX_SHIFT).
-pub const FTRACE_REF_MASK: u32 = (1 << 19) - 1;
 
 /// One call site (Linux: struct dyn_ftrace).
 pub struct DynFtrace {
@@ -49,7 +45,7 @@ impl DynFtrace {
         self.flags.load(Ordering::Relaxed) & FTRACE_FL_ENABLED != 0
     }
     pub fn refcount(&self) -> u32 {
-        self.flags.load(Ordering::Relaxed) & FTRACE_REF_MASK
+        ftrace_rec_count(self.flags.load(Ordering::Relaxed))
     }
 }
 
@@ -405,29 +401,6 @@ fn ftrace_get_addr_new(_rec: &DynFtrace) -> u64 {
     arch_ftrace::ftrace_caller_addr()
 }
 
-/// What a record's site must become, from its flags with the new reference
-/// count (Linux: ftrace_check_record).
-fn ftrace_check_record(flags: u32, addr_curr: u64, addr_new: u64) -> FtraceUpdate {
-    let enabled = flags & FTRACE_FL_ENABLED != 0;
-    let want = flags & FTRACE_REF_MASK != 0;
-    match (enabled, want) {
-        (false, false) => FtraceUpdate::Ignore,
-        (false, true) => FtraceUpdate::MakeCall,
-        (true, false) => FtraceUpdate::MakeNop,
-        (true, true) if addr_curr != addr_new => FtraceUpdate::ModifyCall,
-        (true, true) => FtraceUpdate::Ignore,
-    }
-}
-
-/// The record's flags once its site was updated (Linux: ftrace_update_record).
-fn ftrace_update_record(flags: u32, update: FtraceUpdate) -> u32 {
-    match update {
-        FtraceUpdate::MakeCall | FtraceUpdate::ModifyCall => flags | FTRACE_FL_ENABLED,
-        FtraceUpdate::MakeNop => flags & !FTRACE_FL_ENABLED,
-        FtraceUpdate::Ignore => flags,
-    }
-}
-
 /// Decides, for every record, what its site must become, has the arch code
 /// patch the sites that change, and keeps the records' flags (Linux:
 /// ftrace_modify_all_code with FTRACE_UPDATE_CALLS). While sites change,
@@ -452,21 +425,18 @@ fn ftrace_modify_all_code(
         // Linux counts the ops per record as they come and go
         // (__ftrace_hash_rec_update); here the count is recomputed.
         let refs = after.iter().filter(|o| o.wants(i)).count() as u32;
-        let mut flags = (rec.flags.load(Ordering::Relaxed) & !FTRACE_REF_MASK) | refs;
-        if refs > 0 {
-            flags |= FTRACE_FL_TOUCHED;
-        }
-        let update =
-            ftrace_check_record(flags, ftrace_get_addr_curr(rec), ftrace_get_addr_new(rec));
+        let flags = ftrace_rec_set_count(rec.flags.load(Ordering::Relaxed), refs);
+        let (addr_curr, addr_new) = (ftrace_get_addr_curr(rec), ftrace_get_addr_new(rec));
+        let update = ftrace_test_record(flags, addr_curr, addr_new);
         if update != FtraceUpdate::Ignore {
             sites.push(FtraceSite {
                 ip: rec.ip,
                 update,
-                addr_curr: ftrace_get_addr_curr(rec),
-                addr_new: ftrace_get_addr_new(rec),
+                addr_curr,
+                addr_new,
             });
         }
-        new_flags.push(ftrace_update_record(flags, update));
+        new_flags.push(ftrace_update_record(flags, addr_curr, addr_new));
     }
     let n = match arch_ftrace::ftrace_replace_code(&sites) {
         Ok(n) => n,
