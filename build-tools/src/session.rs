@@ -198,6 +198,35 @@ impl Session {
         })
     }
 
+    /// Checks that the console prints nothing more for `period` (a command
+    /// that must block: a read of an empty pipe). Fails as soon as a byte
+    /// arrives, so only a kernel that behaves waits the whole period.
+    pub fn expect_silence(&mut self, period: Duration) -> Result<()> {
+        let deadline = Instant::now() + period;
+        let mut g = self.shared.lock();
+        loop {
+            if g.0.len() > self.cursor {
+                let extra = String::from_utf8_lossy(&g.0[self.cursor..]).into_owned();
+                drop(g);
+                return Err(self.error(format!("expected no output for {period:?}, got {extra:?}")));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(());
+            }
+            if g.1 {
+                drop(g);
+                return Err(self.error(format!("QEMU exited within {period:?}")));
+            }
+            g = self
+                .shared
+                .cond
+                .wait_timeout(g, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
     /// Waits for a shell prompt (`/PATH # ` at the end of the output).
     pub fn wait_prompt(&mut self, timeout: Duration) -> Result<String> {
         self.wait_for("the shell prompt", timeout, prompt_end)
@@ -335,6 +364,14 @@ mod tests {
             "boot\n/ # "
         );
         assert_eq!(s.run("hi", Duration::from_secs(10)).unwrap(), "out:hi\n");
+        s.send(b"quiet\n").unwrap();
+        s.expect("out:quiet\n/ # ", Duration::from_secs(10))
+            .unwrap();
+        s.expect_silence(Duration::from_millis(100)).unwrap();
+        s.send(b"x\n").unwrap();
+        let e = s.expect_silence(Duration::from_secs(10)).unwrap_err();
+        assert!(e.message().starts_with("expected no output"), "{e}");
+        s.wait_prompt(Duration::from_secs(10)).unwrap();
         let e = s.run("hang", Duration::from_millis(200)).unwrap_err();
         let e = e.message();
         assert!(

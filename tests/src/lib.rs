@@ -109,6 +109,12 @@ impl Kernel {
         ok(self.session.expect(text, timeout))
     }
 
+    /// Checks that the kernel prints nothing for `period` (a command that
+    /// must block); fails at the first byte it prints.
+    pub fn expect_silence(&mut self, period: Duration) {
+        ok(self.session.expect_silence(period))
+    }
+
     /// Waits for a shell prompt (`CWD # ` at the end of the output).
     pub fn wait_prompt(&mut self, timeout: Duration) -> String {
         ok(self.session.wait_prompt(timeout))

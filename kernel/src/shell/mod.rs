@@ -33,7 +33,6 @@ pub fn run() {
     loop {
         print!("{} # ", vfs::getcwd());
         let line = editor.read_line();
-        crate::sched::clear_signal();
         execute_line(&line);
         // The command's Ctrl-C is handled (execute_line printed `^C`): its
         // byte, still queued for the line editor, is then just dropped.
@@ -59,6 +58,10 @@ impl LineEditor {
                 b'\n' if after_cr => {}
                 b'\r' | b'\n' => {
                     self.after_cr = b == b'\r';
+                    // A Ctrl-C from before this line is spent; one typed
+                    // once the newline is echoed reaches the command, even
+                    // if it comes before the command starts to run.
+                    crate::sched::clear_signal();
                     crate::console::write_bytes(b"\n");
                     return String::from_utf8_lossy(&line).into_owned();
                 }
