@@ -1,4 +1,4 @@
-//! QEMU tests of the instrumented build (issue 3): the call sites recorded
+//! QEMU tests of the instrumented build: the call sites recorded
 //! at build time against an independent scan of the kernel ELF, the boot-time
 //! NOP conversion read back by the kernel's `ftrace_check`, and the listing
 //! of `available_filter_functions` in both instrumentation modes.

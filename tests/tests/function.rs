@@ -1,4 +1,4 @@
-//! QEMU tests of the function tracer (issue 4): Linux's `trace` format line
+//! QEMU tests of the function tracer: Linux's `trace` format line
 //! by line, the output options, `tracing_on` versus `nop`, and the filter
 //! files with Linux's semantics, all in the booted kernel.
 

@@ -1,4 +1,4 @@
-//! QEMU tests of live code patching under load (issue 4): the SMP stress
+//! QEMU tests of live code patching under load: the SMP stress
 //! test and the forced int3 path, both run by kernel self-tests
 //! (kernel/src/trace/selftest.rs) whose report this file checks.
 //!

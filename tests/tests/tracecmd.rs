@@ -475,8 +475,7 @@ fn trace_cmd_report_matches_the_kernel_graph_trace() {
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
 }
 
-/// `ktrace record -p function_graph` end to end on 4 CPUs (issue 7's
-/// interface): every event decodes in trace-cmd, with symbol names, on
+/// `ktrace record -p function_graph` end to end on 4 CPUs: every event decodes in trace-cmd, with symbol names, on
 /// every CPU, and the raw fields are the ones written (depths nest).
 #[test]
 fn ktrace_record_function_graph() {

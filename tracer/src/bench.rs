@@ -9,7 +9,7 @@
 
 /// Defines `pub fn $name(a: u64, b: u64) -> u64` with the benchmark body.
 /// Its arguments are used after the function's entry, so in the mcount
-/// build they must survive the `call mcount` (the cost issue 3 asks about).
+/// build they must survive the `call mcount` (part of what its cost measures).
 #[macro_export]
 macro_rules! bench_leaf_fn {
     ($(#[$m:meta])* $name:ident) => {
