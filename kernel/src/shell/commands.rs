@@ -7,6 +7,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use super::parse::parse_seconds;
 use super::pipe::{CatFilter, Grep, Head, LineSplitter, Pattern, Sink, Tail, Wc};
 use super::Output;
 use crate::fs::{self, vfs, Errno, FileType, OpenFlags};
@@ -87,7 +88,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
             out.emit_str(cmd, &text);
         }
         "trace-export" => crate::trace::export::command(args),
-        "ringbuf" => crate::trace::buffer_files::command(args, out),
+        "ringbuf" => super::ringbuf::command(args, out),
         "bench" => {
             out.emit_str(cmd, &crate::trace::bench::run(args));
         }
@@ -504,26 +505,6 @@ fn cpus(out: &mut Output) {
         ));
     }
     out.emit_str("cpus", &text);
-}
-
-/// Parses `SECONDS[.FRACTION]` into nanoseconds.
-pub fn parse_seconds(s: &str) -> Option<u64> {
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (s, ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let secs: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let mut ns: u64 = 0;
-    for (i, b) in frac.bytes().take(9).enumerate() {
-        ns += u64::from(b - b'0') * 10u64.pow(8 - i as u32);
-    }
-    secs.checked_mul(1_000_000_000)?.checked_add(ns)
 }
 
 /// Sleeps `ns`, waking every 10 ms to notice Ctrl-C. Returns false if

@@ -12,6 +12,7 @@
 mod commands;
 pub mod parse;
 pub mod pipe;
+mod ringbuf;
 mod work;
 
 use alloc::boxed::Box;

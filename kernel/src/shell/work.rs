@@ -117,7 +117,7 @@ pub fn run(args: &[String], out: &mut Output) {
             out.emit_str("work", &text);
         }
         "all" => {
-            let Some(ns) = super::commands::parse_seconds(arg) else {
+            let Some(ns) = super::parse::parse_seconds(arg) else {
                 println!("work: invalid number '{}'", arg);
                 return;
             };
