@@ -11,8 +11,14 @@ use crate::sched::WaitQueue;
 
 static COM1: Mutex<SerialPort> = Mutex::new(SerialPort::new(0x3f8));
 
-/// Bytes received but not yet read by the shell.
+/// Bytes received but not yet read by the shell. When it is full, bytes
+/// wait in the UART, which makes QEMU stop taking input (flow control), and
+/// the reader moves them over as it makes room: nothing typed or pasted is
+/// dropped.
 static INPUT: Mutex<InputRing> = Mutex::new(InputRing::new());
+/// Held while bytes move from the UART to [`INPUT`] (by the interrupt or a
+/// reader), so that the room seen is still there when the byte is queued.
+static PULL: Mutex<()> = Mutex::new(());
 /// Readers waiting for input (Linux: the tty's read_wait).
 static INPUT_WAIT: WaitQueue = WaitQueue::new();
 
@@ -32,8 +38,11 @@ impl InputRing {
             len: 0,
         }
     }
+    fn is_full(&self) -> bool {
+        self.len == INPUT_SIZE
+    }
     fn push(&mut self, b: u8) {
-        if self.len < INPUT_SIZE {
+        if !self.is_full() {
             self.buf[(self.head + self.len) % INPUT_SIZE] = b;
             self.len += 1;
         }
@@ -86,19 +95,33 @@ pub fn _print(args: fmt::Arguments) {
     });
 }
 
-/// Called by the serial interrupt handler for every received byte.
-pub fn receive(byte: u8) {
-    if byte == 0x03 {
-        // Pending before the byte is queued: a reader that gets the byte
-        // sees the signal.
-        crate::sched::send_sigint();
-    }
-    crate::arch::without_interrupts(|| INPUT.lock().push(byte));
-    INPUT_WAIT.wake_all();
+/// Moves received bytes from the UART to the input queue while it has
+/// room, and wakes the readers.
+fn pull_input() {
+    crate::arch::without_interrupts(|| {
+        let _pull = PULL.lock();
+        let mut moved = false;
+        while !INPUT.lock().is_full() {
+            let Some(byte) = COM1.lock().receive() else {
+                break;
+            };
+            if byte == 0x03 {
+                // Pending before the byte is queued: a reader that gets the
+                // byte sees the signal.
+                crate::sched::send_sigint();
+            }
+            INPUT.lock().push(byte);
+            moved = true;
+        }
+        if moved {
+            INPUT_WAIT.wake_all();
+        }
+    });
 }
 
 /// Returns the next input byte without blocking.
 pub fn try_read_byte() -> Option<u8> {
+    pull_input();
     crate::arch::without_interrupts(|| INPUT.lock().pop())
 }
 
@@ -112,20 +135,14 @@ pub fn read_byte() -> u8 {
     }
 }
 
-/// True if input is waiting.
+/// True if input is waiting, in the queue or still in the UART.
 pub fn input_available() -> bool {
-    crate::arch::without_interrupts(|| INPUT.lock().len > 0)
+    crate::arch::without_interrupts(|| INPUT.lock().len > 0 || COM1.lock().data_ready())
 }
 
-/// The serial interrupt: move every received byte to the input queue.
+/// The serial interrupt: move the received bytes to the input queue.
 pub fn serial_interrupt() {
-    loop {
-        let byte = COM1.lock().receive();
-        match byte {
-            Some(b) => receive(b),
-            None => break,
-        }
-    }
+    pull_input();
 }
 
 /// Breaks the console lock so a dying CPU can print even if it died holding it.

@@ -116,3 +116,119 @@ fn failed_installs_change_nothing() {
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }
+
+/// Numbers out of range in the tracing files, answered as Linux 6.1 does
+/// (checked with /work/shared/linux/qemu.sh): `max_graph_depth` keeps the
+/// low 32 bits and shows them as an `int`, `tracing_thresh` multiplies by
+/// 1000 in 64 bits, a probe count lives in a `long`; above ULONG_MAX is
+/// ERANGE, a sign or a space EINVAL, and only the first 66 bytes of a write
+/// are read. Then command lines: a 20 KB `echo` reaches its file whole, a
+/// line over the 64 KiB limit is refused with an error, not cut.
+#[test]
+fn numbers_out_of_range_and_long_lines() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    quiet(&mut k, "cd /tracing");
+    let erange = "sh: echo: write error: Numerical result out of range\n";
+    let einval = "sh: echo: write error: Invalid argument\n";
+    for (input, err, shown) in [
+        ("4294967295", "", "-1"),
+        ("4294967296", "", "0"),
+        ("4294967297", "", "1"),
+        ("2147483648", "", "-2147483648"),
+        ("18446744073709551615", "", "-1"),
+        ("18446744073709551616", erange, "-1"),
+        ("-1", einval, "-1"),
+        ("' 7'", einval, "-1"),
+        ("0x10", einval, "-1"),
+        // The 7 is the 67th byte: never read, so this is 0.
+        (&format!("{}7", "0".repeat(66)), "", "0"),
+        (&format!("{}7", "0".repeat(65)), "", "7"),
+    ] {
+        assert_eq!(
+            run(&mut k, &format!("echo {input} > max_graph_depth")),
+            err,
+            "{input}"
+        );
+        assert_eq!(
+            run(&mut k, "cat max_graph_depth"),
+            format!("{shown}\n"),
+            "{input}"
+        );
+    }
+    quiet(&mut k, "echo 0 > max_graph_depth");
+    for (input, err, shown) in [
+        ("18446744073709551615", "", "18446744073709550"),
+        ("18446744073709552", "", "0"),
+        ("18446744073709551616", erange, "0"),
+        ("9223372036854776", "", "9223372036854776"),
+        ("-5", einval, "9223372036854776"),
+    ] {
+        assert_eq!(
+            run(&mut k, &format!("echo {input} > tracing_thresh")),
+            err,
+            "{input}"
+        );
+        assert_eq!(
+            run(&mut k, "cat tracing_thresh"),
+            format!("{shown}\n"),
+            "{input}"
+        );
+    }
+    quiet(&mut k, "echo 0 > tracing_thresh");
+
+    let touch = "kernel::shell::commands::touch";
+    quiet(
+        &mut k,
+        &format!("echo {touch}:traceoff:18446744073709551615 > set_ftrace_filter"),
+    );
+    let listed = format!("#### all functions enabled ####\n{touch}:traceoff:count=-1\n");
+    assert_eq!(run(&mut k, "cat set_ftrace_filter"), listed);
+    for (count, err) in [
+        ("18446744073709551616", erange),
+        ("-3", einval),
+        ("08", einval),
+        // Every function has this probe already: nothing added.
+        ("5", einval),
+    ] {
+        let cmd = format!("echo {touch}:traceoff:{count} >> set_ftrace_filter");
+        assert_eq!(run(&mut k, &cmd), err, "{count}");
+        assert_eq!(run(&mut k, "cat set_ftrace_filter"), listed, "{count}");
+    }
+    // A count of -1 never turns tracing off.
+    quiet(&mut k, "touch /tmp/t");
+    assert_eq!(run(&mut k, "cat tracing_on"), "1\n");
+    quiet(
+        &mut k,
+        &format!("echo '!{touch}:traceoff:0' >> set_ftrace_filter"),
+    );
+    quiet(&mut k, "cd /");
+
+    // A 20 KB line: the redirection is kept and every byte arrives.
+    let payload: String = (0..20_000)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
+    quiet(&mut k, &format!("echo {payload} > /tmp/long"));
+    assert_eq!(run(&mut k, "wc -c /tmp/long"), "20001 /tmp/long\n");
+    assert_eq!(run(&mut k, "cat /tmp/long"), format!("{payload}\n"));
+    // Over the limit: refused whole, with an error, and nothing runs.
+    let over = format!("echo {} > /tmp/over", "x".repeat(70_000));
+    k.send(format!("{over}\n").as_bytes());
+    let out = clean(&k.wait_prompt(Duration::from_secs(120)));
+    let error = format!(
+        "sh: line too long: {} bytes (at most 65536), not run\n/ # ",
+        over.len()
+    );
+    assert!(
+        out.ends_with(&error),
+        "{}",
+        &out[out.len().saturating_sub(200)..]
+    );
+    assert_eq!(
+        run(&mut k, "cat /tmp/over"),
+        "cat: /tmp/over: No such file or directory\n"
+    );
+    assert_eq!(run(&mut k, "echo still here"), "still here\n");
+
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}

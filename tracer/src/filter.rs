@@ -589,7 +589,7 @@ impl FtraceFilter {
                     } else {
                         act.tracing_off = true;
                     }
-                    e.count -= 1;
+                    e.count = e.count.wrapping_sub(1);
                 }
                 (ProbeCmd::Stacktrace, false) => {
                     if on {
@@ -598,7 +598,9 @@ impl FtraceFilter {
                 }
                 (ProbeCmd::Stacktrace, true) => {
                     if on && e.count != 0 {
-                        e.count -= 1;
+                        // A count above LONG_MAX is negative, as in
+                        // Linux's `long`, and wraps the same way.
+                        e.count = e.count.wrapping_sub(1);
                         act.stacktrace = true;
                     }
                 }
@@ -679,7 +681,8 @@ impl FtraceFilter {
     }
 
     /// `register_ftrace_function_probe()`: attach to every match; functions
-    /// that already have this probe keep their count.
+    /// that already have this probe keep their count, and if they all had
+    /// it, nothing was added: EINVAL, as Linux.
     fn register_probe(
         &mut self,
         glob: &str,
@@ -711,11 +714,18 @@ impl FtraceFilter {
             }
         };
         let probe = &mut self.probes[pos];
+        let mut added = 0;
         for i in matched.iter() {
             if let Err(at) = probe.entries.binary_search_by_key(&i, |e| e.rec) {
                 let id = NEXT_PROBE_ID.fetch_add(1, Ordering::Relaxed);
                 probe.entries.insert(at, ProbeEntry { rec: i, count, id });
+                added += 1;
             }
+        }
+        // "Nothing was added?" The probe existed (a new one gets every
+        // match), so the filter is left as it was.
+        if added == 0 {
+            return Err(Errno::EINVAL);
         }
         Ok(())
     }

@@ -435,7 +435,7 @@ impl TraceOptions {
     /// newline, as `kstrtoul_from_user()` allows); anything else is `EINVAL`.
     pub fn write_option_file(&mut self, name: &str, input: &[u8]) -> Result<OptionChange, Errno> {
         let id = Self::lookup_file(name).ok_or(Errno::ENOENT)?;
-        let v = parse_kstrtoul(input, 10)?;
+        let v = kstrtoul_from_user(input, 10)?;
         if v > 1 {
             return Err(Errno::EINVAL);
         }
@@ -445,6 +445,19 @@ impl TraceOptions {
             OptionId::Tracer(t, bit) => self.set_tracer_opt(t, bit, on),
         }
     }
+}
+
+/// How many bytes of a write `kstrtoul_from_user()` looks at: its buffer
+/// holds a sign, 64 binary digits, a newline and the terminating NUL.
+pub const KSTRTOUL_FROM_USER_MAX: usize = 1 + 64 + 1;
+
+/// Linux's `kstrtoul_from_user()`, what tracefs number files parse a write
+/// with (`max_graph_depth`, `tracing_thresh`, `tracing_on`,
+/// `buffer_size_kb`, `options/*`...): [`parse_kstrtoul`] of the first
+/// [`KSTRTOUL_FROM_USER_MAX`] bytes. The rest of a longer write is never
+/// read, so 67 zeros and a `7` are 0, not 7 (checked on Linux 6.1).
+pub fn kstrtoul_from_user(input: &[u8], base: u32) -> Result<u64, Errno> {
+    parse_kstrtoul(&input[..input.len().min(KSTRTOUL_FROM_USER_MAX)], base)
 }
 
 /// Linux's `kstrtoul()`: digits in `base` (0 = auto: `0x` hex, leading `0`

@@ -342,6 +342,58 @@ fn an_edited_copy_keeps_the_live_counts() {
     assert_eq!(other, copy);
 }
 
+/// Probe counts out of range, as Linux 6.1 answers them: kstrtoul base 0,
+/// ERANGE above ULONG_MAX, the value kept in a `long` (so above LONG_MAX it
+/// is negative, and a traceoff with it never fires), and registering a
+/// probe on functions that all have it already adds nothing: EINVAL.
+#[test]
+fn probe_counts_out_of_range() {
+    let mut fl = filter_with(&["schedule:traceoff:18446744073709551615"]);
+    assert_eq!(
+        listed(&fl),
+        "#### all functions enabled ####\nschedule:traceoff:count=-1\n"
+    );
+    assert_eq!(fl.probe_hit(0, true), ProbeActions::default());
+    let before = fl.clone();
+    for w in [
+        &b"schedule:traceoff:18446744073709551616"[..],
+        b"schedule:traceoff:-3",
+        b"schedule:traceoff:3x",
+        b"schedule:traceoff:08",
+    ] {
+        let e = fl.write(RegexFile::Filter, false, w, f());
+        assert!(e.is_err(), "{w:?}");
+        assert_eq!(fl, before);
+    }
+    assert_eq!(
+        fl.write(
+            RegexFile::Filter,
+            false,
+            b"schedule:traceoff:18446744073709551616",
+            f()
+        ),
+        Err(Errno::ERANGE)
+    );
+    // Already there: nothing added.
+    assert_eq!(
+        fl.write(RegexFile::Filter, false, b"schedule:traceoff:5", f()),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(fl, before);
+    // Above LONG_MAX: negative; a stacktrace still fires and the count
+    // wraps as a `long` does.
+    fl.write(
+        RegexFile::Filter,
+        false,
+        b"schedule:stacktrace:0x8000000000000000",
+        f(),
+    )
+    .unwrap();
+    assert!(listed(&fl).contains("schedule:stacktrace:count=-9223372036854775808\n"));
+    assert!(fl.probe_hit(0, true).stacktrace);
+    assert!(listed(&fl).contains("schedule:stacktrace:count=9223372036854775807\n"));
+}
+
 #[test]
 fn registering_again_keeps_counts() {
     let mut fl = filter_with(&["schedule:traceoff:2"]);

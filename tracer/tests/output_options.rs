@@ -237,3 +237,27 @@ fn kstrtoul_like_linux() {
         Err(Errno::ERANGE)
     );
 }
+
+/// What tracefs number files accept, as Linux 6.1 answered (max_graph_depth,
+/// tracing_thresh): kstrtoul_from_user reads only the first 66 bytes.
+#[test]
+fn kstrtoul_from_user_reads_66_bytes() {
+    let num = |zeros: usize, tail: &str| format!("{}7{tail}", "0".repeat(zeros)).into_bytes();
+    // 66 bytes with the newline cut off: still 7.
+    assert_eq!(kstrtoul_from_user(&num(65, "\n"), 10), Ok(7));
+    assert_eq!(kstrtoul_from_user(&num(65, ""), 10), Ok(7));
+    // The 7 is byte 67: never read.
+    assert_eq!(kstrtoul_from_user(&num(66, "\n"), 10), Ok(0));
+    assert_eq!(kstrtoul_from_user(&num(71, "\n"), 10), Ok(0));
+    assert_eq!(
+        kstrtoul_from_user(b"18446744073709551615\n", 10),
+        Ok(u64::MAX)
+    );
+    assert_eq!(
+        kstrtoul_from_user(b"18446744073709551616\n", 10),
+        Err(Errno::ERANGE)
+    );
+    for bad in [&b"-1\n"[..], b" 7\n", b"7 \n", b"\n", b"0x10\n"] {
+        assert_eq!(kstrtoul_from_user(bad, 10), Err(Errno::EINVAL), "{bad:?}");
+    }
+}

@@ -430,24 +430,9 @@ pub fn create_show(
     )
 }
 
-/// Parses an unsigned decimal number as Linux's `kstrtoul(s, 10, ..)`: an
-/// optional `+`, at least one digit, an optional single trailing newline,
-/// nothing else (EINVAL); ERANGE on overflow.
+/// Parses a write as Linux's `kstrtoul_from_user(buf, count, 10, ..)`: of
+/// its first 66 bytes, an optional `+`, at least one digit, an optional
+/// single trailing newline, nothing else (EINVAL); ERANGE on overflow.
 pub fn parse_ulong(s: &str) -> Result<u64, Errno> {
-    let s = s.strip_suffix('\n').unwrap_or(s);
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if s.is_empty() {
-        return Err(Errno::EINVAL);
-    }
-    let mut value: u64 = 0;
-    for b in s.bytes() {
-        if !b.is_ascii_digit() {
-            return Err(Errno::EINVAL);
-        }
-        value = value
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(b - b'0')))
-            .ok_or(Errno::ERANGE)?;
-    }
-    Ok(value)
+    tracer::options::kstrtoul_from_user(s.as_bytes(), 10)
 }

@@ -22,8 +22,9 @@ use alloc::vec::Vec;
 use crate::fs::{self, vfs, Errno, OpenFlags};
 use pipe::{Console, FileSink, Sink};
 
-/// Longest command line; further bytes are dropped until the line ends.
-const MAX_LINE: usize = 4096;
+/// Longest command line. A longer line is read to its end and refused with
+/// an error, never cut.
+pub const MAX_LINE: usize = 64 * 1024;
 
 /// Runs the shell (called on the boot CPU's shell task). Never returns:
 /// `poweroff` and `exit` stop the machine.
@@ -34,7 +35,13 @@ pub fn run() {
     loop {
         print!("{} # ", vfs::getcwd());
         let line = editor.read_line();
-        execute_line(&line);
+        match line {
+            Ok(line) => execute_line(&line),
+            Err(len) => println!(
+                "sh: line too long: {} bytes (at most {}), not run",
+                len, MAX_LINE
+            ),
+        }
         // The command's Ctrl-C is handled (execute_line printed `^C`): its
         // byte, still queued for the line editor, is then just dropped.
         crate::sched::clear_signal();
@@ -50,8 +57,12 @@ struct LineEditor {
 }
 
 impl LineEditor {
-    fn read_line(&mut self) -> String {
+    /// The next line, or Err(its length) if it is longer than [`MAX_LINE`]:
+    /// the bytes past the limit are read (not echoed) to the end of the line
+    /// and the whole line is refused.
+    fn read_line(&mut self) -> Result<String, usize> {
         let mut line: Vec<u8> = Vec::new();
+        let mut too_long = 0;
         loop {
             let b = crate::console::read_byte();
             let after_cr = core::mem::replace(&mut self.after_cr, false);
@@ -64,8 +75,12 @@ impl LineEditor {
                     // if it comes before the command starts to run.
                     crate::sched::clear_signal();
                     crate::console::write_bytes(b"\n");
-                    return String::from_utf8_lossy(&line).into_owned();
+                    if too_long > 0 {
+                        return Err(line.len() + too_long);
+                    }
+                    return Ok(String::from_utf8_lossy(&line).into_owned());
                 }
+                0x08 | 0x7f if too_long > 0 => too_long -= 1,
                 0x08 | 0x7f if !line.is_empty() => {
                     // Remove a whole UTF-8 character.
                     while let Some(c) = line.pop() {
@@ -80,7 +95,7 @@ impl LineEditor {
                 0x03 if crate::sched::signal_pending() => {
                     crate::sched::clear_signal();
                     crate::console::write_bytes(b"^C\n");
-                    return String::new();
+                    return Ok(String::new());
                 }
                 0x1b => skip_escape_sequence(),
                 // A tab is taken as a space; other control bytes are ignored.
@@ -89,6 +104,7 @@ impl LineEditor {
                     line.push(b);
                     crate::console::write_bytes(&[b]);
                 }
+                b'\t' | 0x20..=0x7e | 0x80..=0xff => too_long += 1,
                 _ => {}
             }
         }

@@ -58,13 +58,16 @@ impl SerialPort {
 
     /// A received byte, if any.
     pub fn receive(&mut self) -> Option<u8> {
-        // SAFETY: as in init.
-        unsafe {
-            if self.port(5).read() & 0x01 != 0 {
-                Some(self.port(0).read())
-            } else {
-                None
-            }
+        if !self.data_ready() {
+            return None;
         }
+        // SAFETY: as in init.
+        Some(unsafe { self.port(0).read() })
+    }
+
+    /// True if a received byte waits in the UART (LSR bit 0, data ready).
+    pub fn data_ready(&mut self) -> bool {
+        // SAFETY: as in init.
+        unsafe { self.port(5).read() & 0x01 != 0 }
     }
 }
