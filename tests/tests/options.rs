@@ -227,3 +227,50 @@ fn func_no_repeats() {
     assert!(evs[at[1]].contains("(repeats: 9, "), "{evs:#?}");
     assert!(evs[at[1] + 1].contains("Output>::emit <-"), "{evs:#?}");
 }
+
+/// The duration of the one `kernel::shell::commands::sleep();` line of a
+/// function_graph `trace`, in µs.
+fn sleep_duration(k: &mut Kernel) -> f64 {
+    let evs = events(k);
+    let lines: Vec<&String> = evs
+        .iter()
+        .filter(|l| l.ends_with("|  kernel::shell::commands::sleep();"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{evs:#?}");
+    let (head, _) = lines[0]
+        .split_once(" us ")
+        .unwrap_or_else(|| panic!("{}", lines[0]));
+    let num = head.rsplit(' ').next().unwrap();
+    num.parse().unwrap_or_else(|_| panic!("{}", lines[0]))
+}
+
+/// sleep-time: with it on (the default) a function_graph duration counts the
+/// time the task was switched out; with it off only the time the task ran
+/// (Linux: ftrace_graph_probe_sched_switch moves the calltimes of the task
+/// switched in). `sleep 0.2` blocks for 200 ms in the shell's sleep command.
+#[test]
+fn sleep_time() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let f = "kernel::shell::commands::sleep";
+    assert_eq!(k.run(&format!("echo {f} > {T}/set_ftrace_filter")), "");
+    assert_eq!(
+        k.run(&format!("echo function_graph > {T}/current_tracer")),
+        ""
+    );
+    assert_eq!(clean(&k.run(&format!("cat {T}/options/sleep-time"))), "1\n");
+    assert_eq!(k.run("sleep 0.2"), "");
+    let with_sleep = sleep_duration(&mut k);
+    assert!(with_sleep >= 200_000.0, "{with_sleep} us");
+
+    assert_eq!(k.run(&format!("echo nosleep-time > {T}/trace_options")), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(k.run("sleep 0.2"), "");
+    let ran = sleep_duration(&mut k);
+    assert!(ran < 50_000.0, "{ran} us: the 200 ms asleep were counted");
+
+    // On again: the sleep counts again.
+    assert_eq!(k.run(&format!("echo 1 > {T}/options/sleep-time")), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(k.run("sleep 0.2"), "");
+    assert!(sleep_duration(&mut k) >= 200_000.0);
+}

@@ -21,10 +21,17 @@
 //!   and unwinders use it to translate `return_to_handler` back
 //!   ([`ShadowStack::ret_addr`]).
 //!
+//! - Without the `sleep-time` option, a duration leaves out the time the
+//!   task was scheduled out: the scheduler switch stamps the task it
+//!   switches out ([`ShadowStack::sched_out`]) and, when the task comes back,
+//!   moves the calltime of every frame in use forward by the time it was
+//!   away ([`ShadowStack::sched_in`]; Linux: ftrace_graph_probe_sched_switch).
+//!
 //! Only the task that owns a stack (and interrupts nesting on its CPU) use
-//! it; the kernel embeds one in each task.
+//! it, and the scheduler while the task is not running; the kernel embeds
+//! one in each task.
 use core::cell::UnsafeCell;
-use core::sync::atomic::{compiler_fence, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Frames per task: 128 × 32 bytes = 4096 bytes (Linux: SHADOW_STACK_SIZE).
 pub const SHADOW_STACK_DEPTH: usize = 128;
@@ -77,6 +84,9 @@ pub struct ShadowStack {
     /// Depth of the set_graph_function function that set GRAPH
     /// (Linux: trace_recursion_depth()).
     pub graph_depth: AtomicI32,
+    /// When the task was last switched out, 0 if never while stamping
+    /// (Linux: task_struct's ftrace_timestamp).
+    ftrace_timestamp: AtomicU64,
 }
 
 // SAFETY: only the task that owns the stack touches it, from its own
@@ -106,6 +116,36 @@ impl ShadowStack {
             overrun: AtomicU32::new(0),
             bits: AtomicU32::new(0),
             graph_depth: AtomicI32::new(-1),
+            ftrace_timestamp: AtomicU64::new(0),
+        }
+    }
+
+    /// The task is switched out at `now` (Linux: `prev->ftrace_timestamp`
+    /// in ftrace_graph_probe_sched_switch, sleep-time off).
+    pub fn sched_out(&self, now: u64) {
+        self.ftrace_timestamp.store(now, Ordering::Relaxed);
+    }
+
+    /// The task is switched back in at `now`: if it was stamped when it left,
+    /// every frame in use gets the time it was away added to its calltime,
+    /// so that its duration counts only the time it ran (Linux:
+    /// ftrace_graph_probe_sched_switch for `next`). The stamp stays, as in
+    /// Linux. Runs while the task is not running, so no context of the
+    /// task uses the frames.
+    pub fn sched_in(&self, now: u64) {
+        let stamp = self.ftrace_timestamp.load(Ordering::Relaxed);
+        if stamp == 0 {
+            return;
+        }
+        let away = now.wrapping_sub(stamp);
+        let depth = self.depth().min(SHADOW_STACK_DEPTH);
+        for i in 0..depth {
+            // SAFETY: in bounds; the task is not running (see above), so
+            // nothing else reads or writes its frames meanwhile.
+            unsafe {
+                let f = &mut (*self.frames.get())[i];
+                f.calltime = f.calltime.wrapping_add(away);
+            }
         }
     }
 
@@ -340,6 +380,28 @@ mod tests {
         assert_ne!(rs.bits.load(Ordering::Relaxed), 0);
         rs.release(0);
         assert_eq!(rs.bits.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn sched_in_moves_the_calltimes_by_the_time_away() {
+        let rs = ShadowStack::new();
+        push(&rs, 0x10, 0x1000, 100).unwrap();
+        push(&rs, 0x20, 0x0ff0, 150).unwrap();
+        // Never stamped: nothing moves.
+        rs.sched_in(1000);
+        assert_eq!(rs.frame(1).unwrap().calltime, 150);
+        // Out at 200, back at 1200: both frames in use move by 1000, so
+        // the time away does not count in their durations.
+        rs.sched_out(200);
+        rs.sched_in(1200);
+        assert_eq!(rs.frame(0).unwrap().calltime, 1100);
+        assert_eq!(rs.frame(1).unwrap().calltime, 1150);
+        // Frames above the depth are not in use and stay as they are.
+        rs.release(rs.top(0x0ff0).unwrap().0);
+        rs.sched_out(1300);
+        rs.sched_in(1400);
+        assert_eq!(rs.frame(0).unwrap().calltime, 1200);
+        assert_eq!(rs.frame(1).unwrap().calltime, 1150);
     }
 
     #[test]

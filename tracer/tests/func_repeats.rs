@@ -27,7 +27,9 @@ fn format_file_is_linuxs() {
     assert_eq!(events::FUNC_REPEATS.format_file(), GOLDEN);
     assert_eq!(events::FUNC_REPEATS.id, TRACE_FUNC_REPEATS);
     // It is one of the events whose format files tracefs and trace-export give.
-    let found = events::FTRACE_EVENTS.iter().find(|e| e.name == "func_repeats");
+    let found = events::FTRACE_EVENTS
+        .iter()
+        .find(|e| e.name == "func_repeats");
     assert_eq!(found.map(|e| e.format_file()).as_deref(), Some(GOLDEN));
     // The layout the format file describes is the one the record encodes.
     let end = events::FUNC_REPEATS

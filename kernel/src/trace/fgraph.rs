@@ -21,6 +21,10 @@
 //! - One user (the function_graph tracer) plugs in with [`register_ftrace_graph`]:
 //!   its `entryfunc` decides whether a call is hijacked, its `retfunc` sees
 //!   every return of a hijacked call (Linux: struct fgraph_ops).
+//! - While a user is registered, a probe on the scheduler's switch hook
+//!   ([`ftrace_graph_probe_sched_switch`]) implements the tracer's
+//!   `sleep-time` option: when it is off, the time a task spends switched
+//!   out is taken out of the durations of the calls it has in progress.
 //!
 //! Entry. `ftrace_caller` calls [`ftrace_graph_func`] with `parent_slot`,
 //! the address of the stack slot that holds the traced function's return
@@ -40,6 +44,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use super::ftrace::{self, recursion, FtraceOps};
 use crate::arch::fgraph::{return_to_handler_addr, valid_return_slot};
 use crate::fs::Errno;
+use crate::sched::Task;
 pub use tracer::fgraph::{task_bits, FgraphFrame, ShadowStack, SHADOW_STACK_DEPTH};
 
 /// What the entry callback sees (Linux: struct ftrace_graph_ent).
@@ -88,6 +93,29 @@ pub fn ftrace_graph_stop() {
     GRAPH_DEAD.store(true, Ordering::SeqCst);
 }
 
+/// Durations include the time a task was switched out (the function_graph
+/// tracer's `sleep-time` option, on by default; Linux: fgraph_sleep_time).
+static FGRAPH_SLEEP_TIME: AtomicBool = AtomicBool::new(true);
+
+/// Sets whether durations include the time a task was switched out
+/// (Linux: ftrace_graph_sleep_time_control).
+pub fn ftrace_graph_sleep_time_control(enable: bool) {
+    FGRAPH_SLEEP_TIME.store(enable, Ordering::Relaxed);
+}
+
+/// Runs on every context switch while function_graph is registered (Linux:
+/// ftrace_graph_probe_sched_switch). With sleep-time off it stamps the task
+/// switched out and moves the calltimes of the task switched in forward by
+/// the time it was away; with sleep-time on it does nothing.
+fn ftrace_graph_probe_sched_switch(prev: &Task, next: &Task) {
+    if FGRAPH_SLEEP_TIME.load(Ordering::Relaxed) {
+        return;
+    }
+    let now = super::trace::trace_clock();
+    prev.ret_stack.sched_out(now);
+    next.ret_stack.sched_in(now);
+}
+
 /// Installs `ops` and starts hijacking the calls GRAPH_OPS selects
 /// (Linux: register_ftrace_graph). Only one user at a time: EBUSY.
 pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
@@ -98,7 +126,13 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
     {
         return Err(Errno::EBUSY);
     }
+    // Linux: start_graph_tracing's register_trace_sched_switch.
+    if let Err(e) = crate::sched::SCHED_SWITCH.register(ftrace_graph_probe_sched_switch) {
+        FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
+        return Err(e);
+    }
     if let Err(e) = ftrace::register_ftrace_function(&GRAPH_OPS) {
+        let _ = crate::sched::SCHED_SWITCH.unregister(ftrace_graph_probe_sched_switch);
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
     }
@@ -110,6 +144,7 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
 /// returns are recorded only while a user is registered.
 pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
     let _ = ftrace::unregister_ftrace_function(&GRAPH_OPS);
+    let _ = crate::sched::SCHED_SWITCH.unregister(ftrace_graph_probe_sched_switch);
     let p = ops as *const FgraphOps as *mut FgraphOps;
     let _ =
         FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);

@@ -333,6 +333,8 @@ pub fn options_changed() {
     if let Some(tr) = global_trace() {
         let flags = tr.options.lock().tracer_flags(TracerKind::FunctionGraph);
         SKIP_IRQS.store(flags & graph_flags::PRINT_IRQS == 0, Ordering::Relaxed);
+        // Linux: func_graph_set_flag.
+        super::fgraph::ftrace_graph_sleep_time_control(flags & graph_flags::SLEEP_TIME != 0);
         update_graph_slow();
     }
 }
