@@ -135,20 +135,34 @@ fn events(k: &mut Kernel) -> Vec<String> {
 }
 
 const ROOT: &str = "kernel::shell::work::calltree_root";
+const CALLTREE: &str = "kernel::shell::work::calltree";
+
+/// The function events of `trace` (stack traces left out) as (time in µs,
+/// body).
+fn fn_events(k: &mut Kernel) -> Vec<(u64, String)> {
+    events(k)
+        .iter()
+        .filter(|l| !l.starts_with(" => ") && !l.ends_with("<stack trace>"))
+        .map(|l| {
+            let (t, b) = ts_body(l);
+            (t, b.to_string())
+        })
+        .collect()
+}
 
 /// func-no-repeats: `calltree 10` calls calltree_root ten times from one
 /// call site. Without the option that is ten function events; with it, one
-/// event, then, when the next different call (the shell's output) comes on
-/// that CPU, a `func_repeats` record printed as
-/// `calltree_root <-parent (repeats: 9, last_ts: T)` before that call's own
-/// event (Linux: function_no_repeats_trace_call). With func_stack_trace too,
-/// a folded call records no stack trace.
+/// event, then, when the next different call (the next `calltree`
+/// command) comes on that CPU, a `func_repeats` record printed as
+/// `calltree_root <-calltree (repeats: 9, last_ts: T)` before that call's
+/// own event (Linux: function_no_repeats_trace_call). With func_stack_trace
+/// too, a folded call records no stack trace.
 #[test]
 fn func_no_repeats() {
     let mut k = Kernel::boot(&["--smp", "2"]);
     assert_eq!(k.run(&format!("echo {ROOT} > {T}/set_ftrace_filter")), "");
     assert_eq!(
-        k.run(&format!("echo '*Output>::emit' >> {T}/set_ftrace_filter")),
+        k.run(&format!("echo {CALLTREE} >> {T}/set_ftrace_filter")),
         ""
     );
     assert_eq!(k.run(&format!("echo function > {T}/current_tracer")), "");
@@ -157,18 +171,22 @@ fn func_no_repeats() {
         listed.ends_with("nofunc_stack_trace\nnofunc-no-repeats\n"),
         "{listed}"
     );
+    let root = format!("{ROOT} <-{CALLTREE}");
+    let calltree = |b: &str| b.starts_with(&format!("{CALLTREE} <-"));
 
     // Off: every call is an event.
-    let r = k.run("calltree 10");
-    assert!(r.contains("calltree: 10 iterations"), "{r}");
+    for n in [10, 1] {
+        let r = k.run(&format!("calltree {n}"));
+        assert!(r.contains(&format!("calltree: {n} iterations")), "{r}");
+    }
     assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
-    let evs = events(&mut k);
-    let roots: Vec<&String> = evs.iter().filter(|l| l.contains(ROOT)).collect();
-    assert_eq!(roots.len(), 10, "{evs:#?}");
-    assert!(!evs.iter().any(|l| l.contains("repeats")), "{evs:#?}");
+    let evs = fn_events(&mut k);
+    assert_eq!(evs.iter().filter(|e| e.1 == root).count(), 11, "{evs:#?}");
+    assert_eq!(evs.iter().filter(|e| calltree(&e.1)).count(), 2, "{evs:#?}");
+    assert!(!evs.iter().any(|e| e.1.contains("repeats")), "{evs:#?}");
 
-    // On: one event and one record of 9 repeats, written just before the
-    // next different call (the shell's `Output::emit`) on the shell's CPU.
+    // On: calltree, calltree_root, then (9 repeats pending) the next
+    // calltree writes the record first.
     assert_eq!(
         k.run(&format!("echo func-no-repeats > {T}/trace_options")),
         ""
@@ -177,34 +195,34 @@ fn func_no_repeats() {
         clean(&k.run(&format!("cat {T}/options/func-no-repeats"))),
         "1\n"
     );
-    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
-    assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
-    let r = k.run("calltree 10");
-    assert!(r.contains("calltree: 10 iterations"), "{r}");
-    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
-    let evs = events(&mut k);
-    let at: Vec<usize> = (0..evs.len()).filter(|&i| evs[i].contains(ROOT)).collect();
-    assert_eq!(at.len(), 2, "{evs:#?}");
-    let (first, rep) = (&evs[at[0]], &evs[at[1]]);
-    assert_eq!(at[1], at[0] + 1, "{evs:#?}");
-    let (t0, body0) = ts_body(first);
-    let (t1, body1) = ts_body(rep);
-    let (func, parent) = body0.split_once(" <-").unwrap();
-    assert_eq!(func, ROOT);
-    let (same, tail) = body1
-        .split_once(" (repeats: ")
-        .unwrap_or_else(|| panic!("{rep}"));
-    assert_eq!(same, body0, "the record names the folded call");
-    let last = tail
-        .strip_prefix("9, last_ts:")
+    let runs = |k: &mut Kernel| {
+        assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+        assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
+        for n in [10, 1] {
+            let r = k.run(&format!("calltree {n}"));
+            assert!(r.contains(&format!("calltree: {n} iterations")), "{r}");
+        }
+        assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    };
+    runs(&mut k);
+    let evs = fn_events(&mut k);
+    assert_eq!(evs.len(), 5, "{evs:#?}");
+    assert!(calltree(&evs[0].1) && calltree(&evs[3].1), "{evs:#?}");
+    assert_eq!((&evs[1].1, &evs[4].1), (&root, &root), "{evs:#?}");
+    let (t_first, _) = evs[1];
+    let (t_rec, rec) = &evs[2];
+    let last = rec
+        .strip_prefix(&format!("{root} (repeats: 9, last_ts:"))
         .and_then(|t| t.strip_suffix(')'))
-        .unwrap_or_else(|| panic!("{rep}"));
-    assert!(last.starts_with(' '), "{rep}");
+        .unwrap_or_else(|| panic!("{rec}"));
+    assert!(last.starts_with(' '), "{rec}");
     let last = micros(last);
-    assert!(t0 <= last && last <= t1, "{first}\n{rep}");
-    let next = evs.get(at[1] + 1).unwrap_or_else(|| panic!("{evs:#?}"));
-    assert!(next.contains("Output>::emit <-"), "{next}");
-    assert!(!parent.is_empty());
+    // The last repeat came after the first call, and the record is written
+    // when the next different call comes.
+    assert!(
+        t_first < last && last <= *t_rec && *t_rec <= evs[3].0,
+        "{evs:#?}"
+    );
 
     // With func_stack_trace: a stack trace follows each recorded call, none
     // follows the repeats record.
@@ -212,20 +230,17 @@ fn func_no_repeats() {
         k.run(&format!("echo func_stack_trace > {T}/trace_options")),
         ""
     );
-    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
-    assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
-    let r = k.run("calltree 10");
-    assert!(r.contains("calltree: 10 iterations"), "{r}");
-    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    runs(&mut k);
     let evs = events(&mut k);
     let at: Vec<usize> = (0..evs.len())
-        .filter(|&i| evs[i].contains(ROOT) && !evs[i].starts_with(" => "))
+        .filter(|&i| !evs[i].starts_with(" => ") && !evs[i].ends_with("<stack trace>"))
         .collect();
-    let roots: Vec<&str> = at.iter().map(|&i| evs[i].as_str()).collect();
-    assert_eq!(at.len(), 2, "{roots:#?}");
-    assert!(evs[at[0] + 1].ends_with("<stack trace>"), "{evs:#?}");
-    assert!(evs[at[1]].contains("(repeats: 9, "), "{evs:#?}");
-    assert!(evs[at[1] + 1].contains("Output>::emit <-"), "{evs:#?}");
+    assert_eq!(at.len(), 5, "{evs:#?}");
+    for (n, &i) in at.iter().enumerate() {
+        let stack = evs.get(i + 1).is_some_and(|l| l.ends_with("<stack trace>"));
+        assert_eq!(stack, n != 2, "event {n}: {evs:#?}");
+    }
+    assert!(evs[at[2]].contains("(repeats: 9, "), "{evs:#?}");
 }
 
 /// The duration of the one `kernel::shell::commands::sleep();` line of a
