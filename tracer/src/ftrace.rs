@@ -10,6 +10,14 @@
 //! or a call to another trampoline. The arch code turns that into bytes;
 //! once they are written, [`ftrace_update_record`] gives the record's new
 //! flags.
+//!
+//! Which records a user wants is a [`RecordSet`]: one bit per record, read
+//! without a lock by the code that runs in traced functions. The same type
+//! holds an ftrace_ops' wanted sites and function_graph's
+//! `set_graph_function` / `set_graph_notrace` sets.
+
+use alloc::boxed::Box;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The site calls a trampoline now (Linux: FTRACE_FL_ENABLED).
 pub const FTRACE_FL_ENABLED: u32 = 1 << 31;
@@ -78,6 +86,73 @@ pub fn ftrace_update_record(flags: u32, addr_curr: u64, addr_new: u64) -> u32 {
     ftrace_check_record(flags, addr_curr, addr_new).1
 }
 
+/// A set of records, one bit each, that traced code reads without a lock
+/// while a writer replaces it (Linux: the `ftrace_hash` of an ftrace_ops,
+/// and `ftrace_graph_hash`, read under RCU). A reader sees each 64-record
+/// word either before or after a [`RecordSet::store`]; a writer makes sure
+/// that a mixture of the two is harmless (the sites a store adds are
+/// patched only after it, the sites it removes before it).
+pub struct RecordSet {
+    words: Box<[AtomicU64]>,
+    /// Records covered (indexes at or past it are never in the set).
+    records: usize,
+    /// Some bit is set (one load for "is the set empty?").
+    nonempty: AtomicBool,
+}
+
+impl RecordSet {
+    /// An empty set of `records` records.
+    pub fn new(records: usize) -> RecordSet {
+        RecordSet {
+            words: (0..records.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            records,
+            nonempty: AtomicBool::new(false),
+        }
+    }
+
+    /// How many records the set covers.
+    pub fn records(&self) -> usize {
+        self.records
+    }
+
+    /// True if record `i` is in the set.
+    #[inline(always)]
+    pub fn contains(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+    }
+
+    /// True if no record is in the set.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        !self.nonempty.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the set with the records `i` for which `pick(i)` is true.
+    pub fn store(&self, pick: impl Fn(usize) -> bool) {
+        let mut any = false;
+        for (w, word) in self.words.iter().enumerate() {
+            let bits = (0..64)
+                .filter(|&b| w * 64 + b < self.records && pick(w * 64 + b))
+                .fold(0u64, |a, b| a | (1 << b));
+            any |= bits != 0;
+            word.store(bits, Ordering::Relaxed);
+        }
+        self.nonempty.store(any, Ordering::SeqCst);
+    }
+
+    /// How many records are in the set.
+    pub fn count(&self) -> usize {
+        self.words
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
+            .sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +213,69 @@ mod tests {
         assert_eq!(f & !FTRACE_REF_MASK, FTRACE_FL_ENABLED | FTRACE_FL_TOUCHED);
     }
 
+    #[test]
+    fn record_set_basics() {
+        let s = RecordSet::new(130);
+        assert_eq!(s.records(), 130);
+        assert!(s.is_empty());
+        assert!(!s.contains(0) && !s.contains(129) && !s.contains(10_000));
+        s.store(|i| i % 64 == 0 || i == 129);
+        assert!(!s.is_empty());
+        assert_eq!(s.count(), 4);
+        assert!(s.contains(0) && s.contains(64) && s.contains(128) && s.contains(129));
+        assert!(
+            !s.contains(1) && !s.contains(130),
+            "nothing past the records"
+        );
+        s.store(|_| true);
+        assert_eq!(s.count(), 130, "all: only the records covered");
+        s.store(|_| false);
+        assert!(s.is_empty());
+        assert_eq!(s.count(), 0);
+        let none = RecordSet::new(0);
+        none.store(|_| true);
+        assert!(none.is_empty() && !none.contains(0));
+    }
+
+    /// Readers on other threads see every word of one store or another,
+    /// never a bit that no store set.
+    #[test]
+    fn record_set_readers_see_whole_words() {
+        use std::sync::atomic::AtomicBool as Stop;
+        use std::sync::Arc;
+        let s = Arc::new(RecordSet::new(256));
+        let stop = Arc::new(Stop::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, stop) = (s.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        for w in 0..4 {
+                            // Stores alternate "even records" and "records
+                            // of the first half": a word is all of one.
+                            let word: Vec<bool> = (0..64).map(|b| s.contains(w * 64 + b)).collect();
+                            let even = (0..64).all(|b| word[b] == (b % 2 == 0));
+                            let half = word.iter().all(|&x| x == (w < 2));
+                            let empty = word.iter().all(|&x| !x);
+                            assert!(even || half || empty, "word {w}: {word:?}");
+                        }
+                    }
+                })
+            })
+            .collect();
+        for round in 0..2000 {
+            if round % 2 == 0 {
+                s.store(|i| i % 2 == 0);
+            } else {
+                s.store(|i| i < 128);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+    }
+
     /// A site's instruction, as the arch code would hold it.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     enum Site {
@@ -151,6 +289,19 @@ mod tests {
         /// call to the wanted trampoline exactly when some ops wants it),
         /// every decision starts from the instruction the site holds, and a
         /// second look right after an update finds nothing to do.
+        #[test]
+        fn record_set_is_the_set_stored(
+            n in 0usize..300,
+            picks in proptest::collection::vec(0usize..400, 0..50)
+        ) {
+            let s = RecordSet::new(n);
+            s.store(|i| picks.contains(&i));
+            for i in 0..400 {
+                prop_assert_eq!(s.contains(i), i < n && picks.contains(&i));
+            }
+            prop_assert_eq!(s.is_empty(), !picks.iter().any(|&i| i < n));
+        }
+
         #[test]
         fn decisions_keep_site_and_flags_in_step(
             steps in proptest::collection::vec((0u32..4, prop::bool::ANY), 1..40)

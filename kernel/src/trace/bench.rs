@@ -493,14 +493,14 @@ struct Saved {
 fn save() -> Saved {
     Saved {
         tracer: control::current_tracer().name,
-        filter: functions::FILTER.lock().clone(),
+        filter: super::global_ops::FILTER.lock().clone(),
         tracing_on: control::tracing_is_on(),
     }
 }
 
 fn restore(s: Saved) {
     let _ = set_tracer("nop");
-    *functions::FILTER.lock() = s.filter;
+    *super::global_ops::FILTER.lock() = s.filter;
     let _ = functions::apply_filter();
     let _ = set_tracer(s.tracer);
     if s.tracing_on {

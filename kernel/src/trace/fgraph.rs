@@ -77,10 +77,11 @@ static FGRAPH_OPS: AtomicPtr<FgraphOps> = AtomicPtr::new(core::ptr::null_mut());
 static GRAPH_DEAD: AtomicBool = AtomicBool::new(false);
 
 /// The ftrace_ops through which function_graph gets every function entry
-/// (Linux: graph_ops, whose func is the arch's ftrace_graph_func). Its
-/// filter is set by the graph tracer from set_ftrace_filter/notrace.
-pub static GRAPH_OPS: FtraceOps =
-    FtraceOps::new("function_graph", ftrace_graph_func).gated(&super::control::TRACING_ON);
+/// (Linux: graph_ops, whose func is the arch's ftrace_graph_func). It
+/// wants the records of the global filter, set_ftrace_filter/notrace.
+pub static GRAPH_OPS: FtraceOps = FtraceOps::new("function_graph", ftrace_graph_func)
+    .gated(&super::control::TRACING_ON)
+    .with_hash(&super::global_ops::GLOBAL_HASH);
 
 /// True once [`ftrace_graph_stop`] ran.
 #[inline(always)]

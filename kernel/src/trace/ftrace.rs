@@ -26,6 +26,7 @@ use spin::{Mutex, Once};
 
 use tracer::ftrace::{
     ftrace_rec_count, ftrace_rec_set_count, ftrace_test_record, ftrace_update_record, FtraceUpdate,
+    RecordSet,
 };
 pub use tracer::ftrace::{FTRACE_FL_ENABLED, FTRACE_FL_TOUCHED};
 
@@ -210,8 +211,41 @@ pub struct FtraceOps {
     /// attached but not recording costs a few instructions per call.
     pub gate: Option<&'static AtomicBool>,
     pub name: &'static str,
-    /// Which records this ops wants, one bit each (filter minus notrace).
-    wanted: Once<Box<[AtomicU64]>>,
+    /// Which records this ops wants, unless it uses another's
+    /// (Linux: ops->local_hash).
+    local_hash: FtraceHash,
+    /// The set it uses instead (Linux: ops->func_hash, which points at the
+    /// ops' local_hash or, for ops that share the global filter, at
+    /// global_ops').
+    func_hash: Option<&'static FtraceHash>,
+}
+
+/// A [`RecordSet`] covering every record, made at its first use (after
+/// [`ftrace_init`]).
+pub struct FtraceHash(Once<RecordSet>);
+
+impl FtraceHash {
+    pub const fn new() -> FtraceHash {
+        FtraceHash(Once::new())
+    }
+
+    /// The set.
+    #[inline]
+    pub fn get(&self) -> &RecordSet {
+        self.0.call_once(|| RecordSet::new(records().len()))
+    }
+
+    /// True if the record at call site `ip` is in the set.
+    #[inline]
+    pub fn contains_ip(&self, ip: u64) -> bool {
+        record_index(ip).is_some_and(|i| self.get().contains(i))
+    }
+}
+
+impl Default for FtraceHash {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl FtraceOps {
@@ -220,8 +254,16 @@ impl FtraceOps {
             func,
             gate: None,
             name,
-            wanted: Once::new(),
+            local_hash: FtraceHash::new(),
+            func_hash: None,
         }
+    }
+
+    /// The same ops, wanting the records of `hash` (shared with other ops)
+    /// instead of a set of its own.
+    pub const fn with_hash(mut self, hash: &'static FtraceHash) -> FtraceOps {
+        self.func_hash = Some(hash);
+        self
     }
 
     /// The same ops, skipped by the trampoline while `*gate` is false.
@@ -230,31 +272,22 @@ impl FtraceOps {
         self
     }
 
-    fn bits(&self) -> &[AtomicU64] {
-        self.wanted.call_once(|| {
-            (0..records().len().div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect()
-        })
+    /// The records this ops wants (Linux: ops->func_hash).
+    #[inline]
+    pub fn func_hash(&self) -> &RecordSet {
+        self.func_hash.unwrap_or(&self.local_hash).get()
     }
 
     /// True if this ops wants record `i`.
     #[inline]
     pub fn wants(&self, i: usize) -> bool {
-        self.bits()
-            .get(i / 64)
-            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+        self.func_hash().contains(i)
     }
 
     /// Sets the records this ops wants (takes effect at the next update).
     pub fn set_wanted(&self, wanted: &[bool]) {
-        for (w, chunk) in self.bits().iter().zip(wanted.chunks(64)) {
-            let word = chunk
-                .iter()
-                .enumerate()
-                .fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
-            w.store(word, Ordering::Relaxed);
-        }
+        self.func_hash()
+            .store(|i| wanted.get(i).copied().unwrap_or(false));
     }
 }
 

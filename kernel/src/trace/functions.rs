@@ -17,13 +17,14 @@ use spin::{Lazy, Mutex};
 use tracer::entry::{
     FtraceEntry, FuncRepeatsEntry, StackEntry, TRACE_FN, TRACE_FUNC_REPEATS, TRACE_STACK,
 };
-use tracer::filter::{FtraceFilter, FuncNames, PidFilter, RegexFile};
+use tracer::filter::{FtraceFilter, PidFilter, RegexFile};
 use tracer::options::func_flags;
 use tracer::options::Tracer as TracerKind;
 use tracer::repeats::FuncRepeats;
 
 use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
+use super::global_ops::{self, RecordNames, FILTER, GLOBAL_HASH};
 use super::trace::{
     global_trace, trace_buffer_write, trace_buffer_write_at, trace_buffer_write_full, trace_clock,
     trace_entry, trace_entry_word, tracing_gen_ctx_dec,
@@ -32,15 +33,15 @@ use crate::arch::percpu;
 use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
-/// The function tracer's ops (Linux: tr->ops with function_trace_call).
-pub static FUNCTION_OPS: FtraceOps =
-    FtraceOps::new("function", function_trace_call).gated(&control::TRACING_ON);
+/// The function tracer's ops (Linux: tr->ops, which is global_ops, with
+/// function_trace_call): it wants the records of the global filter.
+pub static FUNCTION_OPS: FtraceOps = FtraceOps::new("function", function_trace_call)
+    .gated(&control::TRACING_ON)
+    .with_hash(&GLOBAL_HASH);
 /// The probes of set_ftrace_filter (`func:traceoff` ...), active whatever
 /// the current tracer (Linux: the probe ops of register_ftrace_function_probe).
 static PROBE_OPS: FtraceOps = FtraceOps::new("probes", function_probe_call);
 
-/// The filter shared by the function tracers (Linux: global_ops' hashes).
-pub static FILTER: Lazy<Mutex<FtraceFilter>> = Lazy::new(|| Mutex::new(FtraceFilter::new()));
 static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::new()));
 /// The pids of set_ftrace_pid, read without a lock by the callback.
 const MAX_PIDS: usize = 32;
@@ -64,18 +65,6 @@ fn set_func_slow(bit: u8, on: bool) {
         FUNC_SLOW.fetch_or(bit, Ordering::SeqCst);
     } else {
         FUNC_SLOW.fetch_and(!bit, Ordering::SeqCst);
-    }
-}
-
-/// Function names in record order, for the filter parser.
-pub struct RecordNames;
-
-impl FuncNames for RecordNames {
-    fn count(&self) -> usize {
-        ftrace::records().len()
-    }
-    fn name(&self, index: usize) -> &str {
-        ftrace::record_name(index)
     }
 }
 
@@ -257,25 +246,14 @@ extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceO
     recursion::unlock(bit);
 }
 
-fn wanted_by_filter(f: &FtraceFilter) -> Vec<bool> {
-    (0..ftrace::records().len()).map(|i| f.traces(i)).collect()
-}
-
 /// Applies the filter to the registered ops and re-patches the code.
 pub(crate) fn apply_filter() -> Result<(), Errno> {
-    let (traces, probes) = {
-        let f = FILTER.lock();
-        let p = f.probed_functions();
-        let probes: Vec<bool> = (0..ftrace::records().len())
-            .map(|i| p.contains(i))
-            .collect();
-        (wanted_by_filter(&f), probes)
-    };
-    FUNCTION_OPS.set_wanted(&traces);
-    // function_graph shares the global filter (Linux: graph_ops uses global_ops' hashes).
-    super::fgraph::GRAPH_OPS.set_wanted(&traces);
-    let any_probe = probes.iter().any(|&b| b);
-    PROBE_OPS.set_wanted(&probes);
+    // The function tracer and function_graph share the global filter's set
+    // (Linux: graph_ops uses global_ops' hashes).
+    global_ops::ftrace_update_global_hash();
+    let probes = FILTER.lock().probed_functions();
+    PROBE_OPS.func_hash().store(|i| probes.contains(i));
+    let any_probe = !PROBE_OPS.func_hash().is_empty();
     let registered = PROBE_ACTIVE.load(Ordering::Relaxed);
     if any_probe && !registered {
         ftrace::register_ftrace_function(&PROBE_OPS)?;
@@ -290,8 +268,7 @@ pub(crate) fn apply_filter() -> Result<(), Errno> {
 static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
 
 fn function_trace_init() -> Result<(), Errno> {
-    let wanted = wanted_by_filter(&FILTER.lock());
-    FUNCTION_OPS.set_wanted(&wanted);
+    global_ops::ftrace_update_global_hash();
     set_func_options();
     ftrace::register_ftrace_function(&FUNCTION_OPS)?;
     Ok(())

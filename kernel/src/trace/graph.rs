@@ -25,10 +25,9 @@
 //!    calls that lasted at least that long.
 use alloc::boxed::Box;
 use alloc::format;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
-use spin::{Lazy, Mutex, Once};
+use spin::{Lazy, Mutex};
 use tracer::entry::{GraphEntEntry, GraphRetEntry, TRACE_GRAPH_ENT, TRACE_GRAPH_RET};
 use tracer::filter::{GraphFile, GraphFilter};
 use tracer::graph::GraphOutput;
@@ -36,11 +35,9 @@ use tracer::options::{graph_flags, Tracer as TracerKind};
 use tracer::output::TracerOutput;
 
 use super::control::{self, Tracer};
-use super::fgraph::{
-    self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack, GRAPH_OPS,
-};
-use super::ftrace;
-use super::functions::{RecordNames, FILTER};
+use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack};
+use super::ftrace::FtraceHash;
+use super::global_ops::{self, RecordNames};
 use super::trace::{global_trace, trace_buffer_write_at, trace_entry_word};
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -65,68 +62,19 @@ static GRAPH_SLOW_LOCK: Mutex<()> = Mutex::new(());
 /// every store made before it, is the one that stays.
 fn update_graph_slow() {
     let _g = GRAPH_SLOW_LOCK.lock();
-    let slow = !GRAPH_HASH.is_empty()
-        || !NOTRACE_HASH.is_empty()
+    let slow = !GRAPH_HASH.get().is_empty()
+        || !NOTRACE_HASH.get().is_empty()
         || MAX_DEPTH.load(Ordering::SeqCst) != 0
         || SKIP_IRQS.load(Ordering::SeqCst)
         || TRACING_THRESH.load(Ordering::SeqCst) != 0;
     GRAPH_SLOW.store(slow, Ordering::SeqCst);
 }
 
-/// A set of records readable without a lock by the entry callback
-/// (Linux: ftrace_graph_hash / ftrace_graph_notrace_hash, under RCU).
-struct GraphHash {
-    bits: Once<Box<[AtomicU64]>>,
-    nonempty: AtomicBool,
-}
-
-impl GraphHash {
-    const fn new() -> GraphHash {
-        GraphHash {
-            bits: Once::new(),
-            nonempty: AtomicBool::new(false),
-        }
-    }
-
-    fn words(&self) -> &[AtomicU64] {
-        self.bits.call_once(|| {
-            (0..ftrace::records().len().div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect()
-        })
-    }
-
-    fn store(&self, f: &GraphFilter) {
-        let n = ftrace::records().len();
-        for (w, word) in self.words().iter().enumerate() {
-            let bits = (0..64)
-                .filter(|b| w * 64 + b < n && f.contains(w * 64 + b))
-                .fold(0u64, |a, b| a | (1 << b));
-            word.store(bits, Ordering::Relaxed);
-        }
-        self.nonempty.store(!f.hash.is_empty(), Ordering::SeqCst);
-        update_graph_slow();
-    }
-
-    #[inline(always)]
-    fn is_empty(&self) -> bool {
-        !self.nonempty.load(Ordering::Relaxed)
-    }
-
-    /// True if the function at call site `func` is in the set.
-    #[inline(always)]
-    fn contains(&self, func: u64) -> bool {
-        let Some(i) = ftrace::record_index(func) else {
-            return false;
-        };
-        self.words()
-            .get(i / 64)
-            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
-    }
-}
-
-static GRAPH_HASH: GraphHash = GraphHash::new();
-static NOTRACE_HASH: GraphHash = GraphHash::new();
+/// The records of `set_graph_function` / `set_graph_notrace`, readable
+/// without a lock by the entry callback (Linux: ftrace_graph_hash /
+/// ftrace_graph_notrace_hash, under RCU).
+static GRAPH_HASH: FtraceHash = FtraceHash::new();
+static NOTRACE_HASH: FtraceHash = FtraceHash::new();
 static GRAPH_FILTER: Lazy<Mutex<GraphFilter>> =
     Lazy::new(|| Mutex::new(GraphFilter::new(GraphFile::Function)));
 static NOTRACE_FILTER: Lazy<Mutex<GraphFilter>> =
@@ -140,8 +88,8 @@ fn in_hardirq() -> bool {
 /// Linux: ftrace_graph_ignore_func (with ftrace_graph_addr inlined).
 #[inline(always)]
 fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
-    if rs.bits.load(Ordering::Relaxed) & task_bits::GRAPH == 0 && !GRAPH_HASH.is_empty() {
-        if !GRAPH_HASH.contains(trace.func) {
+    if rs.bits.load(Ordering::Relaxed) & task_bits::GRAPH == 0 && !GRAPH_HASH.get().is_empty() {
+        if !GRAPH_HASH.contains_ip(trace.func) {
             return true;
         }
         // Everything this call makes is traced, until it returns.
@@ -183,7 +131,7 @@ fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool 
     if rs.bits.load(Ordering::Relaxed) & task_bits::NOTRACE != 0 {
         return false;
     }
-    if !NOTRACE_HASH.is_empty() && NOTRACE_HASH.contains(trace.func) {
+    if !NOTRACE_HASH.get().is_empty() && NOTRACE_HASH.contains_ip(trace.func) {
         // Hijacked so that its return clears the bit; nothing recorded.
         rs.bits.fetch_or(task_bits::NOTRACE, Ordering::Relaxed);
         return true;
@@ -294,15 +242,10 @@ static FUNCGRAPH_OPS: FgraphOps = FgraphOps {
     retfunc: trace_graph_return,
 };
 
-/// The records set_ftrace_filter/notrace select (graph_ops shares the
-/// global filter, as Linux's graph_ops uses global_ops' hashes).
-fn filter_wanted() -> Vec<bool> {
-    let f = FILTER.lock();
-    (0..ftrace::records().len()).map(|i| f.traces(i)).collect()
-}
-
 fn graph_trace_init() -> Result<(), Errno> {
-    GRAPH_OPS.set_wanted(&filter_wanted());
+    // graph_ops wants what set_ftrace_filter/notrace select (Linux's
+    // graph_ops uses global_ops' hashes).
+    global_ops::ftrace_update_global_hash();
     options_changed();
     fgraph::register_ftrace_graph(&FUNCGRAPH_OPS)
 }
@@ -342,7 +285,7 @@ pub fn options_changed() {
 // ---------------------------------------------------------------------------
 // Files
 
-fn graph_filter(kind: GraphFile) -> (&'static Mutex<GraphFilter>, &'static GraphHash) {
+fn graph_filter(kind: GraphFile) -> (&'static Mutex<GraphFilter>, &'static FtraceHash) {
     match kind {
         GraphFile::Function => (&GRAPH_FILTER, &GRAPH_HASH),
         GraphFile::Notrace => (&NOTRACE_FILTER, &NOTRACE_HASH),
@@ -364,7 +307,8 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
     let edit = |f: &mut GraphFilter, buf: &[u8]| Ok(f.write(false, buf, &RecordNames)?);
     let commit = move |f: GraphFilter| {
         let (filter, hash) = graph_filter(kind);
-        hash.store(&f);
+        hash.get().store(|i| f.contains(i));
+        update_graph_slow();
         *filter.lock() = f;
         Ok(())
     };

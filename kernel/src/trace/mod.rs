@@ -9,6 +9,7 @@ pub mod export;
 pub mod fgraph;
 pub mod ftrace;
 pub mod functions;
+pub mod global_ops;
 pub mod graph;
 pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
