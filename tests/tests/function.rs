@@ -31,7 +31,10 @@ fn lines(s: &str) -> Vec<String> {
 }
 
 /// One event line, split by Linux's fixed-width format:
-/// `^\s{0,16}\S+-\d+\s+\[\d{3}\] [.dNhHsz0-9]{5} +\d+\.\d{6}: BODY$`.
+/// `^\s{0,16}\S+-\d+\s+\[\d{3}\] [.dNnphHsz0-9]{5} +\d+\.\d{6}: BODY$`
+/// (need-resched is `N`, `n` or `p` in Linux: an event recorded while a
+/// reschedule is pending, which a tick during a preempt-disabled stretch
+/// leaves set until the next interrupt exit, shows `n` here).
 /// Returns (cpu, body) or why the line does not match.
 fn parse_line(l: &str) -> Result<(u32, String), String> {
     let open = l.find(" [").ok_or("no ' ['")?;
@@ -52,7 +55,7 @@ fn parse_line(l: &str) -> Result<(u32, String), String> {
         return Err("bad [CPU]".into());
     }
     let flags = rest.get(5..10).ok_or("short flags")?;
-    if !flags.chars().all(|c| ".dNhHsz0123456789abcdef".contains(c)) || flags.len() != 5 {
+    if !flags.chars().all(|c| ".dNnphHsz0123456789abcdef".contains(c)) || flags.len() != 5 {
         return Err(format!("bad flags {flags:?}"));
     }
     let after = rest.get(10..).ok_or("short")?;
