@@ -158,11 +158,12 @@ pub fn ftrace_init() {
     }
     ips.dedup();
     let count = ips.len();
-    // 16-byte records, 256 to a 4 KiB page, as Linux's.
+    // Linux allocates its records in pages ("allocating N entries in M
+    // pages"); here they are one array on the heap, and the line says so.
     println!(
-        "ftrace: allocating {} entries in {} pages",
+        "ftrace: allocating {} entries ({} bytes)",
         count,
-        count / 256 + 1
+        count * core::mem::size_of::<DynFtrace>()
     );
     let mut records = Vec::with_capacity(count);
     let mut poke = arch_ftrace::ftrace_arch_code_modify_prepare();
