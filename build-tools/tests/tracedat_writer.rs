@@ -1,6 +1,6 @@
 //! trace.dat writer: files built from hand-made pages are read back by our
-//! parser and, when trace-cmd is installed (CI installs it), by
-//! `trace-cmd dump` and `trace-cmd report`, whose output must equal
+//! parser and by `trace-cmd dump` and `trace-cmd report` (required:
+//! `tests/run.sh` installs trace-cmd), whose output must equal
 //! `ktrace report`'s.
 mod tracedat_common;
 
@@ -21,22 +21,20 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// `trace-cmd ARGS`, or None (with a note) if trace-cmd is not installed.
-fn trace_cmd(args: &[&str]) -> Option<String> {
-    let out = match Command::new("trace-cmd").args(args).output() {
-        Ok(out) => out,
-        Err(_) => {
-            eprintln!("NOTE: trace-cmd is not installed; skipping the trace-cmd check");
-            return None;
-        }
-    };
+/// `trace-cmd ARGS`. trace-cmd is required: `tests/run.sh` installs it.
+fn trace_cmd(args: &[&str]) -> String {
+    let out = Command::new("trace-cmd").args(args).output().unwrap_or_else(|e| {
+        panic!(
+            "cannot run trace-cmd ({e}): install it (apt-get install -y trace-cmd; tests/run.sh does)"
+        )
+    });
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success(),
         "trace-cmd {args:?} failed: {stderr}\n{stdout}"
     );
-    Some(stdout + &stderr)
+    stdout + &stderr
 }
 
 fn write(path: &Path, dat: &TraceDat) {
@@ -158,9 +156,7 @@ fn transfer_without_metadata_is_refused() {
 fn trace_cmd_dump_reads_every_section() {
     let path = temp("dump.dat");
     write(&path, &sample());
-    let Some(out) = trace_cmd(&["dump", "--summary", "-i", path.to_str().unwrap()]) else {
-        return;
-    };
+    let out = trace_cmd(&["dump", "--summary", "-i", path.to_str().unwrap()]);
     for want in [
         "6\t[Version]",
         "8\t[Bytes in a long]",
@@ -175,7 +171,7 @@ fn trace_cmd_dump_reads_every_section() {
     ] {
         assert!(out.contains(want), "trace-cmd dump lacks {want:?}:\n{out}");
     }
-    let out = trace_cmd(&["dump", "--ftrace-events", "-i", path.to_str().unwrap()]).unwrap();
+    let out = trace_cmd(&["dump", "--ftrace-events", "-i", path.to_str().unwrap()]);
     for e in [
         "function",
         "funcgraph_entry",
@@ -207,9 +203,7 @@ fn report_equals_trace_cmd_report() {
     assert!(!ours.contains("FAILED TO PARSE"));
     assert!(ours.contains(" func_repeats:            leaf_c (count: 3  last_ts:     5.000899)"));
     assert!(ours.contains(" helper_b (count: 65535  last_ts:     3.000777)"));
-    let Some(theirs) = trace_cmd(&["report", p]) else {
-        return;
-    };
+    let theirs = trace_cmd(&["report", p]);
     assert_eq!(ours, theirs);
 
     let parent = report(
@@ -221,7 +215,7 @@ fn report_equals_trace_cmd_report() {
     )
     .unwrap();
     assert!(parent.contains("do_work <-- kernel_main"));
-    assert_eq!(parent, trace_cmd(&["report", "-O", "parent=1", p]).unwrap());
+    assert_eq!(parent, trace_cmd(&["report", "-O", "parent=1", p]));
 
     let cpu1 = report(
         &dat,
@@ -232,7 +226,7 @@ fn report_equals_trace_cmd_report() {
     )
     .unwrap();
     assert!(cpu1.lines().skip(1).all(|l| l.contains("[001]")));
-    assert_eq!(cpu1, trace_cmd(&["report", "--cpu", "1", p]).unwrap());
+    assert_eq!(cpu1, trace_cmd(&["report", "--cpu", "1", p]));
 
     let prints = report(
         &dat,
@@ -246,7 +240,7 @@ fn report_equals_trace_cmd_report() {
     assert_eq!(prints.lines().count(), 2);
     assert_eq!(
         prints,
-        trace_cmd(&["report", "--cpu", "1", "-F", "print", p]).unwrap()
+        trace_cmd(&["report", "--cpu", "1", "-F", "print", p])
     );
 }
 
@@ -269,9 +263,7 @@ fn dropped_events_are_reported() {
     assert!(ours.contains("CPU:1 [EVENTS DROPPED]\n"));
     let path = temp("dropped.dat");
     write(&path, &dat);
-    let Some(theirs) = trace_cmd(&["report", path.to_str().unwrap()]) else {
-        return;
-    };
+    let theirs = trace_cmd(&["report", path.to_str().unwrap()]);
     assert_eq!(ours, theirs);
 }
 
