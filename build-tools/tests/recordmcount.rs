@@ -7,6 +7,7 @@ use common::*;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::Path;
+use std::process::Command;
 
 const NOTRACE: &str = "# the sample's notrace list\nsample::quiet::*\n";
 
@@ -534,5 +535,51 @@ fn corrupted_bytes_never_panic() {
             errors += usize::from(process(&bad, mode).is_err());
         }
         assert!(errors > 0);
+    }
+}
+
+/// LLVM merges identical functions into one body with several names. A body
+/// is notrace when any of its names is listed, whatever the order of the
+/// names in the symbol table (here the listed alias comes first in one
+/// function and last in the other), in both modes.
+#[test]
+fn a_listed_alias_makes_the_whole_body_notrace() {
+    let dir = test_dir("notrace-alias");
+    let notrace = Notrace::parse("quiet_*\n");
+    for mode in [Mode::Mcount, Mode::Fentry] {
+        let site = match mode {
+            Mode::Mcount => "push %rbp\n mov %rsp, %rbp\n call mcount@PLT\n pop %rbp",
+            Mode::Fentry => "nopl 8(%rax,%rax,1)",
+        };
+        let mut src = String::new();
+        for (first, second) in [("quiet_a", "loud_a"), ("loud_b", "quiet_b")] {
+            src += &format!(
+                ".section .text.{first},\"ax\",@progbits\n\
+                 .globl {first}\n .type {first},@function\n\
+                 .globl {second}\n .type {second},@function\n\
+                 {first}:\n{second}:\n {site}\n ret\n\
+                 .size {first}, .-{first}\n .size {second}, .-{second}\n"
+            );
+            if mode == Mode::Fentry {
+                src += &format!(
+                    ".section __patchable_function_entries,\"awo\",@progbits,{first}\n .quad {first}\n"
+                );
+            }
+        }
+        let asm = dir.join("alias.s");
+        let obj = dir.join("alias.o");
+        std::fs::write(&asm, &src).unwrap();
+        stdout(Command::new("as").arg("-o").arg(&obj).arg(&asm));
+        let data = std::fs::read(&obj).unwrap();
+        let opts = Options {
+            mode,
+            notrace: notrace.clone(),
+        };
+        let out = recordmcount::process(&data, &opts).unwrap();
+        assert_eq!(
+            (out.summary.sites, out.summary.skipped),
+            (0, 2),
+            "{mode:?}: {src}"
+        );
     }
 }

@@ -23,7 +23,8 @@
 //!   sections are then marked `SHF_EXCLUDE` (and no longer `SHF_ALLOC`) so the
 //!   linker drops them: the kernel reads one table only, `__mcount_loc`.
 //!
-//! Functions matching the [`Notrace`] list are not recorded; in mcount mode their
+//! Functions matching the [`Notrace`] list (under any of their names, when
+//! LLVM merged identical bodies into aliases) are not recorded; in mcount mode their
 //! call is also overwritten with the ideal NOP and its relocation turned into
 //! `R_X86_64_NONE`, like `nop_mcount()` in recordmcount.c. Their patchable NOP
 //! (fentry mode) is left as the compiler wrote it.
@@ -371,6 +372,19 @@ impl<'a> Object<'a> {
             .find(|f| f.value <= offset && offset - f.value < f.size.max(1))
     }
 
+    /// True if `func` of `section` is notrace. LLVM may give one body several
+    /// names (identical functions merged into aliases); the body is notrace
+    /// if any of them is listed, so that code the list keeps untraced is
+    /// never traced under another name.
+    fn is_notrace(&self, section: usize, func: &Func, notrace: &Notrace) -> bool {
+        self.funcs
+            .get(&section)
+            .into_iter()
+            .flatten()
+            .filter(|f| f.value == func.value)
+            .any(|f| notrace.matches(&display_name(&f.name)))
+    }
+
     /// For each section in `wanted`, the symbol its `__mcount_loc` relocations are
     /// made against, with the symbol's value: the section symbol, or else the
     /// first local or global symbol defined there; never a weak one, which another
@@ -581,7 +595,7 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
         })?;
         let func = obj.enclosing_function(r.text, site);
         let name = func.map(|f| display_name(&f.name));
-        let notrace = name.as_deref().is_some_and(|n| opts.notrace.matches(n));
+        let notrace = func.is_some_and(|f| obj.is_notrace(r.text, f, &opts.notrace));
 
         let is_call = matches!(r.r_type, elf::R_X86_64_PLT32 | elf::R_X86_64_PC32)
             && r.r_addend == -4
@@ -702,7 +716,7 @@ fn scan_fentry(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
                 )));
             };
             let name = display_name(&func.name);
-            let notrace = opts.notrace.matches(&name);
+            let notrace = obj.is_notrace(text, func, &opts.notrace);
             if !plan.recorded.contains(&(text, site)) {
                 plan.sites.push(Site {
                     member: None,
