@@ -287,18 +287,3 @@ fn corrupted_bytes_never_panic() {
         let _ = sort_mcount_loc(&mut d);
     }
 }
-
-/// The real kernel, when it has been built: sorting keeps the same entries.
-#[test]
-fn real_kernel_if_built() {
-    let elf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/kernel/mcount/kernel.elf");
-    let Ok(mut data) = std::fs::read(&elf) else {
-        eprintln!("SKIPPED: {} not built", elf.display());
-        return;
-    };
-    let mut before = mcount_loc(&data).unwrap();
-    assert!(before.len() > 100);
-    sort_mcount_loc(&mut data).unwrap();
-    before.sort();
-    assert_eq!(mcount_loc(&data).unwrap(), before);
-}

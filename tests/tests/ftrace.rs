@@ -1,13 +1,21 @@
 //! QEMU tests of the instrumented build: the call sites recorded
-//! at build time against an independent scan of the kernel ELF, the boot-time
+//! at build time against an independent scan of the compiler's output (the
+//! `call mcount`s of the kernel ELF; the patchable entries of the objects
+//! before recordmcount runs), the sorted table, the boot-time
 //! NOP conversion read back by the kernel's `ftrace_check`, and the listing
 //! of `available_filter_functions` in both instrumentation modes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use tests::{kernel_elf, Kernel};
+use build_tools::names::display_name;
+use build_tools::recordmcount::{read_records, Notrace};
+use build_tools::sorttable::{first_descent, mcount_loc};
+use object::read::archive::ArchiveFile;
+use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind};
+use tests::{kernel_elf, root, Kernel};
 
 const T: &str = "/tracing";
 
@@ -42,46 +50,74 @@ fn mcount_calls(disasm: &str) -> BTreeSet<u64> {
         .collect()
 }
 
-/// The addresses of the ELF's function symbols (`readelf -s`, type FUNC).
-/// Linker-script labels such as `__irqentry_text_end` are not functions,
-/// even when the padding after them happens to be a 5-byte NOP.
-fn function_addresses(mode: &str) -> BTreeSet<u64> {
-    let elf = kernel_elf(mode);
-    let out = Command::new("readelf")
-        .args(["-sW"])
-        .arg(&elf)
-        .output()
-        .expect("readelf (binutils) is needed for this test");
-    assert!(out.status.success(), "readelf failed on {}", elf.display());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 8 && f[3] == "FUNC").then(|| u64::from_str_radix(f[1], 16).ok())?
-        })
-        .collect()
+/// The compiler's marker of a patchable entry (`-Z patchable-function-entry=5`
+/// emits `nopl 0x8(%rax,%rax,1)`); recordmcount rewrites it in the sites it
+/// records, so it is looked for only in the objects recordmcount reads.
+const COMPILER_NOP5: [u8; 5] = [0x0f, 0x1f, 0x44, 0x00, 0x08];
+
+/// The sites of one archive of kernel objects, by member (name and
+/// occurrence) then (text section, offset).
+type SitesByMember = BTreeMap<(String, usize), BTreeSet<(String, u64)>>;
+
+/// Calls `f(member key, object bytes)` for each ELF object of the archive.
+fn for_each_object(path: &Path, mut f: impl FnMut((String, usize), &[u8])) {
+    let ar = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let archive = ArchiveFile::parse(&*ar).expect("an archive");
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for member in archive.members() {
+        let member = member.unwrap();
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        let bytes = member.data(&*ar).unwrap();
+        if !bytes.starts_with(b"\x7fELF") {
+            continue; // e.g. the rustc metadata member
+        }
+        let n = seen.entry(name.clone()).or_default();
+        *n += 1;
+        f((name, *n), bytes);
+    }
 }
 
-/// Independent scan, fentry mode: every function whose first instruction is
-/// the 5-byte NOP `0f 1f 44 00 00` (recordmcount rewrote the compiler's
-/// `0f 1f 44 00 08` of each recorded site; notrace functions keep it).
-fn fentry_nops(disasm: &str, functions: &BTreeSet<u64>) -> BTreeSet<u64> {
-    let mut out = BTreeSet::new();
-    let mut it = disasm.lines().peekable();
-    while let Some(l) = it.next() {
-        if l.ends_with(">:") && !l.starts_with(' ') {
-            if let Some(first) = it.peek() {
-                let mut f = first.split('\t');
-                let (addr, bytes) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
-                if bytes.trim() == "0f 1f 44 00 00" {
-                    let addr = u64::from_str_radix(addr.trim().trim_end_matches(':'), 16).unwrap();
-                    if functions.contains(&addr) {
-                        out.insert(addr);
-                    }
+/// Independent scan, fentry mode: in each object of the kernel crate as the
+/// compiler left it (`libkernel.a`, which recordmcount reads and never
+/// writes), every function that begins with the compiler's NOP, less the
+/// notrace ones. A body LLVM gave several names is notrace if any of them
+/// is listed.
+fn compiler_sites(lib: &Path) -> SitesByMember {
+    let list = std::fs::read_to_string(root().join("kernel/notrace.list")).unwrap();
+    let notrace = Notrace::parse(&list);
+    let mut out = SitesByMember::new();
+    for_each_object(lib, |key, bytes| {
+        let obj = object::File::parse(bytes).expect("an ELF object");
+        // Function names by (section, offset).
+        let mut funcs: BTreeMap<(usize, u64), Vec<String>> = BTreeMap::new();
+        for sym in obj.symbols() {
+            if sym.kind() == SymbolKind::Text && sym.is_definition() {
+                if let Some(i) = sym.section_index() {
+                    let name = display_name(sym.name().unwrap());
+                    funcs.entry((i.0, sym.address())).or_default().push(name);
                 }
             }
         }
-    }
+        let sites = out.entry(key).or_default();
+        for ((i, at), names) in funcs {
+            let section = obj.section_by_index(SectionIndex(i)).unwrap();
+            let code = section.data().unwrap();
+            let at_code = code.get(at as usize..at as usize + 5);
+            if at_code == Some(&COMPILER_NOP5[..]) && !names.iter().any(|n| notrace.matches(n)) {
+                sites.insert((section.name().unwrap().to_string(), at));
+            }
+        }
+    });
+    out
+}
+
+/// The sites recordmcount recorded in each object of its output.
+fn recorded_sites(lib_mc: &Path) -> SitesByMember {
+    let mut out = SitesByMember::new();
+    for_each_object(lib_mc, |key, bytes| {
+        let records = read_records(bytes).unwrap_or_else(|e| panic!("{key:?}: {e}"));
+        out.entry(key).or_default().extend(records);
+    });
     out
 }
 
@@ -205,10 +241,49 @@ fn mcount_sites_match_the_elf_and_are_nops_after_boot() {
     listing_and_checks("mcount", &sites);
 }
 
+/// fentry mode. The compiler's patchable entries are found in its objects
+/// before recordmcount runs, independently of what recordmcount writes: they
+/// must be exactly the sites it recorded (a missed site fails here). The
+/// linked kernel's table, which the linker builds from those records, is then
+/// what the kernel lists and patches.
 #[test]
 fn fentry_sites_match_the_elf_and_are_nops_after_boot() {
-    let sites = fentry_nops(&disassemble("fentry"), &function_addresses("fentry"));
-    listing_and_checks("fentry", &sites);
+    let elf = kernel_elf("fentry");
+    let build = root().join("target/kernel-build/fentry/x86_64-unknown-none/release");
+    let expected = compiler_sites(&build.join("libkernel.a"));
+    let recorded = recorded_sites(&elf.with_file_name("libkernel.mc.a"));
+    let total: usize = expected.values().map(BTreeSet::len).sum();
+    assert!(total >= 300, "only {total} patchable entries");
+    for (member, sites) in &expected {
+        let got = recorded.get(member).cloned().unwrap_or_default();
+        let missed: Vec<_> = sites.difference(&got).collect();
+        let extra: Vec<_> = got.difference(sites).collect();
+        assert!(
+            missed.is_empty() && extra.is_empty(),
+            "{member:?}: not recorded {missed:?}; recorded, not a traced compiler site {extra:?}"
+        );
+    }
+    assert!(recorded.keys().all(|m| expected.contains_key(m)));
+    let table: BTreeSet<u64> = mcount_loc(&std::fs::read(&elf).unwrap())
+        .unwrap()
+        .into_iter()
+        .collect();
+    listing_and_checks("fentry", &table);
+}
+
+/// boot/build.sh sorts the linked kernel's `__mcount_loc` (sorttable): the
+/// final table holds exactly the entries of the first, unsorted link, in
+/// ascending order.
+#[test]
+fn the_built_kernels_mcount_loc_is_sorted() {
+    let elf = kernel_elf("mcount");
+    let pass1 = std::fs::read(elf.with_file_name("kernel.pass1.elf")).unwrap();
+    let final_table = mcount_loc(&std::fs::read(&elf).unwrap()).unwrap();
+    let mut unsorted = mcount_loc(&pass1).unwrap();
+    assert!(unsorted.len() > 300);
+    assert_eq!(first_descent(&final_table), None, "not sorted");
+    unsorted.sort();
+    assert_eq!(final_table, unsorted);
 }
 
 /// Both modes list the same functions. The two builds are compiled with
