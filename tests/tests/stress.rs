@@ -68,26 +68,27 @@ fn smp_stress_every_enabled_call_seen_exactly_once() {
         "{before}"
     );
 
+    // At least MIN_UPDATES updates however slow the host: the bounds below
+    // count events, not a rate, so a loaded machine takes longer but the
+    // test means the same thing.
+    const MIN_UPDATES: u64 = 300;
     let out = k.run_with_timeout(
-        &format!("ftrace_stress {seconds}"),
-        Duration::from_secs(120 + 4 * seconds),
+        &format!("ftrace_stress {seconds} {MIN_UPDATES}"),
+        Duration::from_secs(600 + 4 * seconds),
     );
     eprintln!("{out}");
     assert!(out.contains("ftrace_stress: PASS"), "{out}");
     let head = line(&out, "ftrace_stress: 4 cpus, ");
     let updates = num_before(head, "updates");
-    // Thousands on a free host (about 100 per second); the bound leaves room
-    // for a loaded CI machine while still meaning "many on/off switches".
+    assert!(updates >= MIN_UPDATES, "only {updates} updates:\n{out}");
+    // Six steps in ten flip the target alone: about 90 enables and 90
+    // disables in 300 updates; 30 of each is far below any real outcome.
     assert!(
-        updates >= 10 * seconds,
-        "only {updates} updates in {seconds} s:\n{out}"
-    );
-    assert!(
-        num_before(head, "target enables") >= 2 * seconds,
+        num_before(head, "target enables") >= 30,
         "too few target enables:\n{out}"
     );
     assert!(
-        num_before(head, "disables") >= 2 * seconds,
+        num_before(head, "disables") >= 30,
         "too few target disables:\n{out}"
     );
 

@@ -38,7 +38,8 @@ Commands:
   calltree [N]             run a small fixed call tree N times (function_graph demo)
   ringbuf markers|resize|rawdump|bigmarker ...  ring buffer workloads (tests)
   ftrace_check             read every ftrace call site back and check it
-  ftrace_stress [SECONDS]  SMP stress of code patching (default 30 s)
+  ftrace_stress [SECONDS [MIN]]  SMP stress of code patching for SECONDS (default
+                           30) and at least MIN updates
   ftrace_int3_test         hit a site while it is being patched (int3 path)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
@@ -541,13 +542,21 @@ fn ftrace_stress(args: &[String], out: &mut Output) {
         None => Some(30_000_000_000),
         Some(a) => parse_seconds(a),
     };
-    match ns {
-        Some(ns) => {
-            let text =
-                crate::trace::selftest::ftrace_stress(ns, ftrace_targets::ftrace_selftest_target);
+    let min_updates = match args.get(1) {
+        None => Some(0),
+        Some(a) => a.parse::<u64>().ok(),
+    };
+    match (ns, min_updates) {
+        (Some(ns), Some(min_updates)) => {
+            let text = crate::trace::selftest::ftrace_stress(
+                ns,
+                min_updates,
+                ftrace_targets::ftrace_selftest_target,
+            );
             out.emit_str("ftrace_stress", &text);
         }
-        None => println!("ftrace_stress: invalid number '{}'", args[0]),
+        (None, _) => println!("ftrace_stress: invalid number '{}'", args[0]),
+        (_, None) => println!("ftrace_stress: invalid number '{}'", args[1]),
     }
 }
 

@@ -260,8 +260,10 @@ fn spin_ns(ns: u64) {
     }
 }
 
-/// Runs the SMP stress test for `seconds_ns` and returns its report.
-pub fn ftrace_stress(duration_ns: u64, target: Target) -> String {
+/// Runs the SMP stress test for `duration_ns` and at least `min_updates`
+/// updates (a slow or loaded host still gets that many), and returns its
+/// report. Ctrl-C stops it early.
+pub fn ftrace_stress(duration_ns: u64, min_updates: u64, target: Target) -> String {
     let Some(_busy) = Busy::take() else {
         return String::from("ftrace_stress: a self-test is already running\n");
     };
@@ -306,7 +308,9 @@ pub fn ftrace_stress(duration_ns: u64, target: Target) -> String {
     let (mut patched, mut stable_on_phases, mut update_ticks) = (0usize, 0u64, 0u64);
     let start = crate::time::now_ns();
     let mut first_error = None;
-    while crate::time::now_ns() - start < duration_ns && !crate::sched::signal_pending() {
+    while (crate::time::now_ns() - start < duration_ns || updates < min_updates)
+        && !crate::sched::signal_pending()
+    {
         let was_on = count_on && COUNT_OPS.wants(target_i);
         EPOCH.store(((seq + 1) << 2) | TRANSITION, Ordering::SeqCst);
         seq += 1;
