@@ -121,6 +121,18 @@ pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
     *TRACE_BUFFER.lock() = Some(buffer);
 }
 
+/// The trace array's `ring_buffer_record_on`/`off` (argument true/false),
+/// installed with [`set_record_switch`]: this module sits above the trace
+/// array and does not import it. A `Once`, not a lock, since
+/// [`tracing_on`] and [`tracing_off`] run from probes too.
+static RECORD_SWITCH: Once<fn(bool)> = Once::new();
+
+/// Installs what [`tracing_on`]/[`tracing_off`] call to start or stop the
+/// ring buffer's recording.
+pub fn set_record_switch(switch: fn(bool)) {
+    RECORD_SWITCH.call_once(|| switch);
+}
+
 /// Adds a tracer (Linux: `register_tracer`). EINVAL for an empty or too
 /// long name, EBUSY if the name is taken (Linux logs "already registered"
 /// and fails). Runs [`init`] first, so `nop` is always the first
@@ -203,8 +215,8 @@ pub fn tracing_is_on() -> bool {
 /// check to skip work early. Takes no lock: callable from anywhere,
 /// including a tracer's hooks and probes.
 pub fn tracing_on() {
-    if let Some(tr) = super::trace::global_trace() {
-        tr.buffer.record_on();
+    if let Some(switch) = RECORD_SWITCH.get() {
+        switch(true);
     }
     TRACING_ON.store(true, Ordering::SeqCst);
 }
@@ -214,8 +226,8 @@ pub fn tracing_on() {
 /// `trace_marker`) fails. Tracer callbacks still run.
 pub fn tracing_off() {
     TRACING_ON.store(false, Ordering::SeqCst);
-    if let Some(tr) = super::trace::global_trace() {
-        tr.buffer.record_off();
+    if let Some(switch) = RECORD_SWITCH.get() {
+        switch(false);
     }
 }
 

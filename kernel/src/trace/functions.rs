@@ -288,7 +288,6 @@ fn set_func_options() {
 /// Called when an option changes: keeps the callback's copy current.
 pub fn options_changed() {
     set_func_options();
-    super::graph::options_changed();
 }
 
 /// The function tracer (Linux: function_trace in trace_functions.c).
@@ -392,6 +391,7 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&FUNCTION_TRACE)?;
+    super::trace::OPTIONS_CHANGED.register(options_changed)?;
     tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| {
         regex_open(RegexFile::Filter, f)
     })?;

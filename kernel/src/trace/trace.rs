@@ -618,7 +618,24 @@ pub fn init() {
         panic!("trace_entry_word {word:#x} differs from trace_entry {want:#x}");
     }
     control::set_trace_buffer(&GLOBAL_BUFFER);
+    control::set_record_switch(set_recording);
 }
+
+/// The global buffer's `ring_buffer_record_on`/`off`, for `tracing_on`.
+fn set_recording(on: bool) {
+    if let Some(tr) = global_trace() {
+        if on {
+            tr.buffer.record_on();
+        } else {
+            tr.buffer.record_off();
+        }
+    }
+}
+
+/// Called after an option changed, for the tracers to refresh their copies
+/// of their options (the function and function_graph tracers register
+/// here; the trace array does not import them).
+pub static OPTIONS_CHANGED: crate::hook::Hook<fn()> = crate::hook::Hook::new();
 
 /// Applies side effects of an option change (Linux: set_tracer_flag).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
@@ -626,7 +643,9 @@ fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     if let OptionId::Core(TraceOption::Overwrite) = change.id {
         tr.buffer.set_overwrite(change.enabled);
     }
-    super::functions::options_changed();
+    for probe in OPTIONS_CHANGED.probes() {
+        probe();
+    }
 }
 
 /// `trace_options` and the `options/` directory (Linux: trace_options_fops,
