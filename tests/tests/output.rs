@@ -198,3 +198,88 @@ fn hash_ptr_and_fields_are_unknown() {
         }
     }
 }
+
+/// `raw`, `hex` and `bin` print the same events as the default format:
+/// raw as `pid cpu ts ip parent` (decimal, decimal, ns, hex, hex), hex as
+/// fixed-width hex fields each followed by a space, bin as raw
+/// little-endian fields (4+4+8+8+8 bytes per function event). A marker has
+/// no hex printer: `type: 5` and an empty line, as on Linux 6.1.
+#[test]
+fn raw_hex_and_bin_lines() {
+    let mut k = Kernel::boot(&["--smp", "4"]);
+    let n = setup(&mut k);
+    let cat = |k: &mut Kernel| k.run(&format!("cat {T}/trace"));
+
+    // The default lines with sym-addr: pid, CPU and both addresses.
+    set(&mut k, "sym-addr");
+    let t = cat(&mut k);
+    let head = header(&t);
+    let mut want = Vec::new();
+    for l in events(&t) {
+        let open = l.find(" [").unwrap();
+        let pid: u64 = l[..open]
+            .trim_end()
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let cpu: u64 = l[open + 2..open + 5].parse().unwrap();
+        let addrs: Vec<u64> = l
+            .split('<')
+            .skip(1)
+            .filter_map(|a| a.split('>').next())
+            .filter_map(|a| u64::from_str_radix(a, 16).ok())
+            .collect();
+        assert_eq!(addrs.len(), 2, "ip and parent in {l:?}");
+        want.push((pid, cpu, addrs[0], addrs[1]));
+    }
+    assert_eq!(want.len(), n);
+    set(&mut k, "nosym-addr");
+
+    // raw: the same events, in the same order, with ns time stamps.
+    set(&mut k, "raw");
+    let t = cat(&mut k);
+    assert_eq!(header(&t), head, "raw keeps the header");
+    let raw: Vec<(u64, u64, u64, u64, u64)> = events(&t)
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            assert_eq!(f.len(), 5, "{l:?}");
+            let dec = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{l:?}"));
+            let hex = |s: &str| u64::from_str_radix(s, 16).unwrap_or_else(|_| panic!("{l:?}"));
+            (dec(f[0]), dec(f[1]), dec(f[2]), hex(f[3]), hex(f[4]))
+        })
+        .collect();
+    let got: Vec<(u64, u64, u64, u64)> = raw.iter().map(|r| (r.0, r.1, r.3, r.4)).collect();
+    assert_eq!(got, want);
+    assert!(raw.windows(2).all(|w| w[0].2 <= w[1].2), "time order");
+
+    // hex: the raw values as fixed-width hex fields.
+    set(&mut k, "hex");
+    let t = cat(&mut k);
+    assert_eq!(header(&t), head, "hex keeps the header");
+    let hex: Vec<String> = raw
+        .iter()
+        .map(|(pid, cpu, ts, ip, parent)| {
+            format!("{pid:08x} {cpu:08x} {ts:016x} {ip:016x} {parent:016x} ")
+        })
+        .collect();
+    assert_eq!(events(&t), hex);
+
+    // bin: 32 bytes per function event after the header.
+    set(&mut k, "bin");
+    let wc = k.run(&format!("cat {T}/trace | wc -c")).replace('\r', "");
+    assert_eq!(wc.trim(), (head.len() + 32 * n).to_string(), "{wc}");
+    set(&mut k, "nobin");
+
+    // A trace_marker event in hex.
+    k.run(&format!("echo 1 > {T}/tracing_on"));
+    k.run(&format!("echo hi > {T}/trace_marker"));
+    k.run(&format!("echo 0 > {T}/tracing_on"));
+    let t = lines(&cat(&mut k));
+    let last = &t[t.len() - 2..];
+    assert!(last[0].ends_with(" type: 5"), "{last:?}");
+    assert_eq!(last[1], "", "{last:?}");
+    assert_eq!(last[0].split(' ').count(), 5, "{last:?}");
+}

@@ -8,7 +8,7 @@ use std::hint::black_box;
 use tracer::entry::{FtraceEntry, TraceEntry, TRACE_FN};
 use tracer::options::{TraceOptions, Tracer};
 use tracer::output::merge::{Merger, TraceRecord};
-use tracer::output::{OutputConfig, SymbolResolver, TaskNames, TraceIter};
+use tracer::output::{OutputConfig, SymbolResolver, TaskNames, TraceIter, TraceSeq};
 
 const CPUS: usize = 4;
 const EVENTS_PER_CPU: usize = 1000;
@@ -78,7 +78,7 @@ fn bench(c: &mut Criterion) {
                 let cfg = OutputConfig::new(&options, Tracer::Function, &syms, &Tasks, CPUS as u32);
                 let mut it = TraceIter::new(cfg, CPUS, false);
                 let mut merger = Merger::new(streams);
-                let mut out = String::with_capacity(CPUS * EVENTS_PER_CPU * 80);
+                let mut out = TraceSeq::with_capacity(CPUS * EVENTS_PER_CPU * 80);
                 it.print_all(&mut merger, &mut out);
                 black_box(out)
             },

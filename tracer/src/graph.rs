@@ -26,6 +26,7 @@ use crate::output::config::{find_cmdline, truncate_str, OutputConfig};
 use crate::output::format::{trace_find_mark, write_ps};
 use crate::output::header::{print_trace_header, BufferStats, LatencyInfo};
 use crate::output::merge::EventSource;
+use crate::output::seq::TraceSeq;
 use crate::output::TracerOutput;
 
 /// Depth of the `enter_funcs[]` matcher (`FTRACE_RETFUNC_DEPTH`).
@@ -88,7 +89,7 @@ pub fn thresh_records_return(tracing_thresh_ns: u64, calltime: u64, rettime: u64
 
 /// `trace_print_graph_duration()`: µs with up to 3 decimals so that at most
 /// 7 digits show, then ` us `, padded to the column width.
-pub fn trace_print_graph_duration(duration_ns: u64, out: &mut String) {
+pub fn trace_print_graph_duration(duration_ns: u64, out: &mut TraceSeq) {
     let usecs = duration_ns / 1000;
     let nsecs_rem = duration_ns % 1000;
     let start = out.len();
@@ -111,7 +112,7 @@ pub fn trace_print_graph_duration(duration_ns: u64, out: &mut String) {
 }
 
 /// `print_graph_cpu()`: ` %*d) ` with the width of `nr_cpu_ids - 1`.
-fn print_graph_cpu(cfg: &OutputConfig<'_>, cpu: usize, out: &mut String) {
+fn print_graph_cpu(cfg: &OutputConfig<'_>, cpu: usize, out: &mut TraceSeq) {
     let mut w = String::new();
     let _ = write!(w, "{}", cfg.nr_cpu_ids.saturating_sub(1));
     let _ = write!(out, " {:>width$}) ", cpu, width = w.len());
@@ -119,7 +120,7 @@ fn print_graph_cpu(cfg: &OutputConfig<'_>, cpu: usize, out: &mut String) {
 
 /// `print_graph_proc()`: `comm-pid` (comm cut to 7 characters) centred in
 /// 14 columns, extra space going to the right.
-fn print_graph_proc(cfg: &OutputConfig<'_>, pid: i32, out: &mut String) {
+fn print_graph_proc(cfg: &OutputConfig<'_>, pid: i32, out: &mut TraceSeq) {
     let comm = find_cmdline(cfg.tasks, pid);
     let comm = truncate_str(&comm, 7);
     let mut pid_str = String::new();
@@ -135,14 +136,14 @@ fn print_graph_proc(cfg: &OutputConfig<'_>, pid: i32, out: &mut String) {
     }
 }
 
-fn print_graph_lat_fmt(ent: &TraceEntry, out: &mut String) {
+fn print_graph_lat_fmt(ent: &TraceEntry, out: &mut TraceSeq) {
     out.push(' ');
     out.push_str(core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."));
     out.push_str(" | ");
 }
 
 /// `print_graph_abs_time()`: `%5lu.%06lu |  ` (µs truncated, not rounded).
-fn print_graph_abs_time(ts: u64, out: &mut String) {
+fn print_graph_abs_time(ts: u64, out: &mut TraceSeq) {
     let _ = write!(
         out,
         "{:5}.{:06} |  ",
@@ -156,7 +157,7 @@ fn graph_flags(cfg: &OutputConfig<'_>) -> u32 {
 }
 
 /// `print_graph_duration()`.
-fn print_graph_duration(cfg: &OutputConfig<'_>, duration: u64, fill: Fill, out: &mut String) {
+fn print_graph_duration(cfg: &OutputConfig<'_>, duration: u64, fill: Fill, out: &mut TraceSeq) {
     let flags = graph_flags(cfg);
     if flags & PRINT_DURATION == 0 || !cfg.options.has(TraceOption::ContextInfo) {
         return;
@@ -186,7 +187,7 @@ fn print_graph_duration(cfg: &OutputConfig<'_>, duration: u64, fill: Fill, out: 
     out.push_str("|  ");
 }
 
-fn indent(depth: i32, out: &mut String) {
+fn indent(depth: i32, out: &mut TraceSeq) {
     for _ in 0..(depth.max(0) as usize) * TRACE_GRAPH_INDENT {
         out.push(' ');
     }
@@ -217,7 +218,7 @@ impl GraphState {
         cpu: usize,
         ts: u64,
         entry: &Entry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) -> bool {
         match entry {
             Entry::GraphEnt(e) => {
@@ -237,7 +238,7 @@ impl GraphState {
     }
 
     /// `verif_pid()`: the task-switch banner when this CPU's pid changes.
-    fn verif_pid(&mut self, cfg: &OutputConfig<'_>, cpu: usize, pid: i32, out: &mut String) {
+    fn verif_pid(&mut self, cfg: &OutputConfig<'_>, cpu: usize, pid: i32, out: &mut TraceSeq) {
         let d = self.data(cpu);
         if d.last_pid == pid {
             return;
@@ -261,7 +262,7 @@ impl GraphState {
         cpu: usize,
         ts: u64,
         ent: &TraceEntry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         let flags = graph_flags(cfg);
         if flags & PRINT_ABS_TIME != 0 {
@@ -295,7 +296,7 @@ impl GraphState {
         ent: &TraceEntry,
         addr: u64,
         entering: bool,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         if !Self::in_irqentry(cfg, addr) {
             return;
@@ -321,7 +322,7 @@ impl GraphState {
         ts: u64,
         ent: &TraceEntry,
         irq_addr: Option<u64>,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         self.verif_pid(cfg, cpu, ent.pid, out);
         if let Some(addr) = irq_addr {
@@ -398,7 +399,7 @@ impl GraphState {
         cpu: usize,
         ts: u64,
         call: &GraphEntEntry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         if self.check_irq_entry(cfg, cpu, call.func, call.depth) {
             return;
@@ -440,7 +441,7 @@ impl GraphState {
         cpu: usize,
         ts: u64,
         trace: &GraphRetEntry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         if self.check_irq_return(cfg, cpu, trace.depth) {
             return;
@@ -482,7 +483,7 @@ impl GraphState {
         ts: u64,
         ent: &TraceEntry,
         text: &[u8],
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         let depth = self.data(cpu).depth;
         self.print_graph_prologue(cfg, cpu, ts, ent, None, out);
@@ -501,7 +502,7 @@ impl GraphState {
 }
 
 /// `print_lat_header()`: the latency legend above the graph columns.
-fn print_lat_header(out: &mut String, flags: u32) {
+fn print_lat_header(out: &mut TraceSeq, flags: u32) {
     const SPACES: &str = "                                     "; // 16 + 4 + 17
     let mut size = 0;
     if flags & PRINT_ABS_TIME != 0 {
@@ -525,7 +526,7 @@ fn print_lat_header(out: &mut String, flags: u32) {
 }
 
 /// `__print_graph_headers_flags()`: the two column-title lines.
-pub fn print_graph_column_headers(out: &mut String, flags: u32, lat: bool) {
+pub fn print_graph_column_headers(out: &mut TraceSeq, flags: u32, lat: bool) {
     if lat {
         print_lat_header(out, flags);
     }
@@ -576,7 +577,7 @@ pub fn print_graph_column_headers(out: &mut String, flags: u32, lat: bool) {
 /// `latency-format`, the latency banner first (and nothing at all when the
 /// buffers are empty).
 pub fn print_graph_headers(
-    out: &mut String,
+    out: &mut TraceSeq,
     cfg: &OutputConfig<'_>,
     stats: &BufferStats,
     lat: &LatencyInfo,
@@ -614,7 +615,7 @@ impl GraphOutput {
 impl TracerOutput for GraphOutput {
     fn print_header(
         &self,
-        out: &mut String,
+        out: &mut TraceSeq,
         cfg: &OutputConfig<'_>,
         stats: &BufferStats,
         lat: &LatencyInfo,
@@ -631,7 +632,7 @@ impl TracerOutput for GraphOutput {
         cpu: usize,
         ts: u64,
         entry: &Entry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) -> bool {
         self.state.print_line(cfg, src, cpu, ts, entry, out)
     }

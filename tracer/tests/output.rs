@@ -11,7 +11,9 @@ use tracer::events;
 use tracer::options::{TraceOption, Tracer};
 use tracer::output::header::BufferStats;
 use tracer::output::merge::{Merger, TraceRecord, LOST_EVENTS_UNKNOWN};
-use tracer::output::{print_context, trace_find_mark, NoSymbols, OutputConfig, TraceIter};
+use tracer::output::{
+    print_context, trace_find_mark, NoSymbols, OutputConfig, TraceIter, TraceSeq,
+};
 
 // ---------------------------------------------------------------- records
 
@@ -399,9 +401,9 @@ fn ctx_line(comm: &str, pid: i32, cpu: usize, flags: u8, pc: u8, ts: u64) -> Str
     let (s, o) = (Syms(vec![]), opts());
     let t = Tasks::with(&[(pid, comm)]);
     let c = cfg(&o, Tracer::Nop, &s, &t, 8);
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     print_context(&c, cpu, ts, &hdr(pid, flags, pc), &mut out);
-    out
+    out.as_str().unwrap().to_string()
 }
 
 /// Context prefixes copied from real 6.x `trace` files.
@@ -424,7 +426,7 @@ fn context_matches_real_dumps() {
         "          <idle>-0       [005] d..4.   521.164922: "
     );
     let (s, o, t) = (Syms(vec![]), opts(), Tasks::default());
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     print_context(
         &cfg(&o, Tracer::Nop, &s, &t, 8),
         4,
@@ -432,7 +434,10 @@ fn context_matches_real_dumps() {
         &hdr(2, TRACE_FLAG_IRQS_OFF, 4),
         &mut out,
     );
-    assert_eq!(out, "           <...>-2       [004] d..4.   525.184257: ");
+    assert_eq!(
+        out.as_str().unwrap(),
+        "           <...>-2       [004] d..4.   525.184257: "
+    );
 }
 
 #[test]
@@ -691,6 +696,83 @@ fn raw_option_and_garbage_payloads() {
     assert!(out.ends_with("Unknown type 77\n"));
 }
 
+/// `hex`: pid, cpu and time stamp, then the function's ip and parent, each
+/// a field in hex (most significant byte first) and a space; a marker has
+/// no hex printer and prints `type: 5` (Linux 6.1 printed
+/// `0000005e 00000000 000000021b7f402c type: 5` and an empty line).
+#[test]
+fn hex_option() {
+    let (s, _) = Syms::layout(&["f"]);
+    let t = Tasks::default();
+    let mut o = opts();
+    o.set(TraceOption::Hex, true);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 2),
+        vec![
+            vec![fn_rec(
+                0x21b7f402c,
+                hdr(0x5e, 0, 0),
+                0xffffffff8100abcd,
+                0x12,
+            )],
+            vec![print_rec(0x21b7f4100, hdr(0x5e, 0, 0), 0x34, "hello\n")],
+        ],
+    );
+    assert_eq!(
+        out,
+        "0000005e 00000000 000000021b7f402c ffffffff8100abcd 0000000000000012 \n\
+         0000005e 00000001 000000021b7f4100 type: 5\n\n"
+    );
+    // Without context-info: the event's fields only; raw gives way to hex.
+    o.set(TraceOption::ContextInfo, false);
+    o.set(TraceOption::Raw, true);
+    let out = render(
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        vec![vec![fn_rec(1, hdr(1, 0, 0), 0xab, 0xcd)]],
+    );
+    assert_eq!(out, "00000000000000ab 00000000000000cd \n");
+}
+
+/// `bin`: the same fields as raw little-endian bytes, no separators; a
+/// marker prints `type: 5\n` (Linux 6.1: `5e 00 00 00 00 00 00 00 2c 40 7f
+/// 1b 02 00 00 00 74 79 70 65 3a 20 35 0a`). bin wins over hex and raw.
+#[test]
+fn bin_option() {
+    let (s, _) = Syms::layout(&["f"]);
+    let t = Tasks::default();
+    let mut o = opts();
+    o.set(TraceOption::Bin, true);
+    o.set(TraceOption::Hex, true);
+    let out = render_bytes(
+        cfg(&o, Tracer::Function, &s, &t, 2),
+        vec![
+            vec![fn_rec(
+                0x21b7f402c,
+                hdr(0x5e, 0, 0),
+                0xffffffff8100abcd,
+                0x12,
+            )],
+            vec![print_rec(0x21b7f4100, hdr(0x5e, 0, 0), 0x34, "hello\n")],
+        ],
+    );
+    let mut want = Vec::new();
+    want.extend_from_slice(&0x5e_i32.to_le_bytes());
+    want.extend_from_slice(&0_i32.to_le_bytes());
+    want.extend_from_slice(&0x21b7f402c_u64.to_le_bytes());
+    want.extend_from_slice(&0xffffffff8100abcd_u64.to_le_bytes());
+    want.extend_from_slice(&0x12_u64.to_le_bytes());
+    want.extend_from_slice(&[0x5e, 0, 0, 0, 1, 0, 0, 0]);
+    want.extend_from_slice(&0x21b7f4100_u64.to_le_bytes());
+    want.extend_from_slice(b"type: 5\n");
+    assert_eq!(out, want);
+    // A lost-events note stays text, before the event's bytes.
+    let mut r = fn_rec(7, hdr(1, 0, 0), 0xab, 0xcd);
+    r.lost_events = 3;
+    let out = render_bytes(cfg(&o, Tracer::Function, &s, &t, 1), vec![vec![r]]);
+    assert!(out.starts_with(b"CPU:0 [LOST 3 EVENTS]\n\x01\0\0\0\0\0\0\0\x07"));
+    assert_eq!(out.len(), 22 + 32);
+}
+
 /// Latency format, from a real v6.14 irqsoff dump (`stat_rea-96532 52d....`).
 #[test]
 fn latency_format_lines_and_header() {
@@ -721,8 +803,9 @@ fn latency_format_lines_and_header() {
         "stat_rea-96532    52d....    0us*: _raw_spin_lock_irq\n\
          stat_rea-96532    52d.... 45342us : cgroup_rstat_flush\n"
     );
-    let mut hdr_out = String::new();
-    tracer::output::header::print_lat_help_header(&mut hdr_out);
+    let mut hdr_seq = TraceSeq::new();
+    tracer::output::header::print_lat_help_header(&mut hdr_seq);
+    let hdr_out = hdr_seq.as_str().unwrap();
     assert!(hdr_out.starts_with(
         "#                    _------=> CPU#            \n#                   / _-----=> irqs-off/BH-disabled\n"
     ));
@@ -746,8 +829,9 @@ fn annotate_marks_cpu_buffer_start_after_overrun() {
     ];
     let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
     let mut it = TraceIter::new(cfg(&o, Tracer::Function, &s, &t, 2), 2, true);
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     it.print_all(&mut m, &mut out);
+    let out = out.as_str().unwrap().to_string();
     assert_eq!(out.matches("##### CPU 1 buffer started ####\n").count(), 1);
     assert!(!out.contains("CPU 0 buffer started"));
 }
@@ -762,9 +846,10 @@ fn trace_pipe_consumes_and_has_no_header() {
     ]);
     let c: OutputConfig = cfg(&o, Tracer::Function, &s, &t, 1);
     let mut it = TraceIter::new(c, 1, false);
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     assert!(it.print_line(&mut m, &mut out));
     assert!(!it.print_line(&mut m, &mut out));
+    let out = out.as_str().unwrap().to_string();
     assert!(!out.starts_with('#'));
     assert_eq!(out.lines().count(), 1);
 }
@@ -828,7 +913,7 @@ fn whole_trace_file_helper() {
     let mut m = Merger::new(vec![
         vec![fn_rec(1000, hdr(1, 0, 0), s.addr("f"), 0)].into_iter()
     ]);
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     let stats = BufferStats {
         entries: 1,
         written: 1,
@@ -844,6 +929,7 @@ fn whole_trace_file_helper() {
         1,
         false,
     );
+    let out = out.as_str().unwrap().to_string();
     assert!(
         out.starts_with("# tracer: function\n#\n# entries-in-buffer/entries-written: 1/1   #P:1\n")
     );

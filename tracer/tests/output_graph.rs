@@ -134,9 +134,9 @@ fn duration_markers_from_ftrace_rst() {
 #[test]
 fn duration_column_widths() {
     let d = |ns: u64| {
-        let mut s = String::new();
+        let mut s = tracer::output::TraceSeq::new();
         trace_print_graph_duration(ns, &mut s);
-        s
+        s.as_str().unwrap().to_string()
     };
     assert_eq!(d(0), "0.000 us    ");
     assert_eq!(d(1_382), "1.382 us    ");
@@ -511,10 +511,10 @@ fn graph_header_without_context_info_and_with_latency() {
         ),
         "# tracer: function_graph\n#\n"
     );
-    let mut out = String::new();
+    let mut out = tracer::output::TraceSeq::new();
     tracer::graph::print_graph_column_headers(&mut out, gf::DEFAULT, true);
     assert_eq!(
-        out,
+        out.as_str().unwrap(),
         "#      _-----=> irqs-off        \n\
          #     / _----=> need-resched    \n\
          #    | / _---=> hardirq/softirq \n\

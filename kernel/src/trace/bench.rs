@@ -467,9 +467,10 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
     let t = min_ticks(
         || {},
         || {
-            let mut out = String::with_capacity(N as usize * 80);
+            let mut out = tracer::output::TraceSeq::with_capacity(N as usize * 80);
             trace::print_trace_events(tr, &mut out);
-            lines = out
+            let text = out.as_str().unwrap_or("");
+            lines = text
                 .lines()
                 .filter(|l| l.contains("ktrace_bench_leaf <-"))
                 .count() as u64;

@@ -250,12 +250,12 @@ fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>,
     if flags.writable() && flags.truncate() {
         tr.buffer.reset_cpu(cpu).map_err(|_| Errno::EINVAL)?;
     }
-    let mut text = String::new();
+    let mut text = tracer::output::TraceSeq::new();
     if flags.readable() {
         trace::trace_iter_open(tr);
         trace::print_trace(tr, control::current_tracer(), Some(cpu), &mut text);
     }
-    let mut file = SeqFile::new(text);
+    let mut file = SeqFile::new(text.into_bytes());
     if flags.readable() {
         file = file.with_release(move || trace::trace_iter_release(tr));
     }

@@ -33,7 +33,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
-use tracer::output::{IterState, TracerOutput};
+use tracer::output::{IterState, TraceSeq, TracerOutput};
 
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -88,7 +88,7 @@ pub trait TraceBuffer: Send + Sync {
     /// Empties every CPU's buffer (`echo > trace`).
     fn reset(&self);
     /// Appends the text of `trace` (header and events) as `tracer` prints it.
-    fn print_trace(&self, tracer: &Tracer, out: &mut String);
+    fn print_trace(&self, tracer: &Tracer, out: &mut TraceSeq);
     /// True if no event is waiting to be consumed.
     fn is_empty(&self) -> bool;
     /// As [`is_empty`](Self::is_empty) for one CPU (`per_cpu/cpuN/trace_pipe`).
@@ -102,7 +102,13 @@ pub trait TraceBuffer: Send + Sync {
     fn open_pipe(&self, tracer: &Tracer) -> IterState;
     /// Consumes the oldest events of `cpu` (all if None) and appends their
     /// `trace_pipe` lines, until `out` holds `limit` bytes or none is left.
-    fn read_pipe(&self, state: &mut IterState, cpu: Option<usize>, out: &mut String, limit: usize);
+    fn read_pipe(
+        &self,
+        state: &mut IterState,
+        cpu: Option<usize>,
+        out: &mut TraceSeq,
+        limit: usize,
+    );
 }
 
 /// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
@@ -232,12 +238,12 @@ pub fn tracing_off() {
 }
 
 /// The text of `trace`: header, then the events.
-fn trace_show() -> String {
-    let mut out = String::new();
+fn trace_show() -> Vec<u8> {
+    let mut out = TraceSeq::new();
     if let Some(buffer) = trace_buffer() {
         buffer.print_trace(current_tracer(), &mut out);
     }
-    out
+    out.into_bytes()
 }
 
 fn available_tracers_show() -> String {
@@ -381,7 +387,7 @@ impl OpenFile for TracePipe {
             }
             if let Some(buffer) = trace_buffer() {
                 // Consume events until the reader's buffer is full.
-                let mut text = String::new();
+                let mut text = TraceSeq::new();
                 buffer.read_pipe(&mut self.iter, self.cpu, &mut text, buf.len());
                 if !text.is_empty() {
                     self.pending = text.into_bytes();

@@ -19,7 +19,7 @@ use tracer::options::{TraceOptions, Tracer as TracerKind};
 use tracer::output::header::{BufferStats, LatencyInfo};
 use tracer::output::merge::{CpuReader, Merger, TraceRecord};
 use tracer::output::{
-    write_trace_file, IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter,
+    write_trace_file, IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter, TraceSeq,
 };
 use tracer::ring_buffer::RingBuffer;
 
@@ -484,7 +484,7 @@ pub fn print_trace(
     tr: &TraceArray,
     tracer: &control::Tracer,
     cpu: Option<usize>,
-    out: &mut String,
+    out: &mut TraceSeq,
 ) {
     let stats = BufferStats {
         entries: tr.buffer.entries(),
@@ -518,7 +518,7 @@ pub fn print_trace(
 }
 
 /// The event lines of `trace` for the current tracer, without the header.
-pub fn print_trace_events(tr: &TraceArray, out: &mut String) {
+pub fn print_trace_events(tr: &TraceArray, out: &mut TraceSeq) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
@@ -536,7 +536,7 @@ pub fn read_pipe(
     tr: &TraceArray,
     state: &mut IterState,
     cpu: Option<usize>,
-    out: &mut String,
+    out: &mut TraceSeq,
     limit: usize,
 ) {
     let options = tr.options.lock().clone();
@@ -566,7 +566,7 @@ impl TraceBuffer for GlobalBuffer {
             tr.buffer.reset();
         }
     }
-    fn print_trace(&self, tracer: &control::Tracer, out: &mut String) {
+    fn print_trace(&self, tracer: &control::Tracer, out: &mut TraceSeq) {
         if let Some(tr) = global_trace() {
             print_trace(tr, tracer, None, out);
         }
@@ -583,7 +583,13 @@ impl TraceBuffer for GlobalBuffer {
             None => IterState::new(0, false, None),
         }
     }
-    fn read_pipe(&self, state: &mut IterState, cpu: Option<usize>, out: &mut String, limit: usize) {
+    fn read_pipe(
+        &self,
+        state: &mut IterState,
+        cpu: Option<usize>,
+        out: &mut TraceSeq,
+        limit: usize,
+    ) {
         if let Some(tr) = global_trace() {
             read_pipe(tr, state, cpu, out, limit);
         }

@@ -7,12 +7,13 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::config::{find_cmdline, OutputConfig, SymbolResolver};
+use super::seq::TraceSeq;
 use crate::entry::{lat_fmt, Entry, TraceEntry};
 use crate::options::{TraceOption, TraceOptions};
 
 /// `%ps`: the symbol name, or `0x<hex>` when the address is unknown
 /// (`sprint_symbol_no_offset()`).
-pub fn write_ps(out: &mut String, syms: &dyn SymbolResolver, addr: u64) {
+pub fn write_ps(out: &mut TraceSeq, syms: &dyn SymbolResolver, addr: u64) {
     match syms.lookup(addr) {
         Some((name, _, _)) if !name.is_empty() => out.push_str(name),
         _ => {
@@ -24,7 +25,7 @@ pub fn write_ps(out: &mut String, syms: &dyn SymbolResolver, addr: u64) {
 /// `trace_seq_print_sym()`: with `offset`, `name+0x<off>/0x<size>`
 /// (`sprint_symbol()`, `0x<hex>` when unknown); without, the bare name, or
 /// `0x%08lx` when unknown.
-pub fn write_sym(out: &mut String, syms: &dyn SymbolResolver, addr: u64, offset: bool) {
+pub fn write_sym(out: &mut TraceSeq, syms: &dyn SymbolResolver, addr: u64, offset: bool) {
     match syms.lookup(addr) {
         Some((name, off, size)) if !name.is_empty() => {
             out.push_str(name);
@@ -44,7 +45,12 @@ pub fn write_sym(out: &mut String, syms: &dyn SymbolResolver, addr: u64, offset:
 
 /// `seq_print_ip_sym()`: `0` for a null address, the symbol (with offset
 /// when `sym-offset` is set) and ` <%016lx>` when `sym-addr` is set.
-pub fn seq_print_ip_sym(out: &mut String, syms: &dyn SymbolResolver, ip: u64, opts: &TraceOptions) {
+pub fn seq_print_ip_sym(
+    out: &mut TraceSeq,
+    syms: &dyn SymbolResolver,
+    ip: u64,
+    opts: &TraceOptions,
+) {
     if ip == 0 {
         out.push('0');
         return;
@@ -67,7 +73,7 @@ pub fn print_context(
     cpu: usize,
     ts: u64,
     ent: &TraceEntry,
-    out: &mut String,
+    out: &mut TraceSeq,
 ) {
     let comm = find_cmdline(cfg.tasks, ent.pid);
     let _ = write!(out, "{:>16}-{:<7} ", comm, ent.pid);
@@ -90,7 +96,7 @@ pub fn print_context(
 }
 
 /// `trace_print_time()`: ` %5lu.%06lu` (seconds.µs, rounded) or ` %12llu`.
-pub fn print_time(cfg: &OutputConfig<'_>, ts: u64, out: &mut String) {
+pub fn print_time(cfg: &OutputConfig<'_>, ts: u64, out: &mut TraceSeq) {
     if cfg.time_in_ns {
         let t = ns2usecs(ts);
         let _ = write!(out, " {:5}.{:06}", t / 1_000_000, t % 1_000_000);
@@ -100,7 +106,7 @@ pub fn print_time(cfg: &OutputConfig<'_>, ts: u64, out: &mut String) {
 }
 
 /// `print_fn_trace()`: the function and, with `print-parent`, ` <-parent`.
-fn print_fn_trace(cfg: &OutputConfig<'_>, ip: u64, parent_ip: u64, out: &mut String) {
+fn print_fn_trace(cfg: &OutputConfig<'_>, ip: u64, parent_ip: u64, out: &mut TraceSeq) {
     let opts = cfg.options;
     seq_print_ip_sym(out, cfg.syms, ip, opts);
     if opts.has(TraceOption::PrintParent) && parent_ip != 0 {
@@ -111,7 +117,7 @@ fn print_fn_trace(cfg: &OutputConfig<'_>, ip: u64, parent_ip: u64, out: &mut Str
 
 /// The event's own text (`event->funcs->trace`), with a trailing newline
 /// for the events whose printer adds one. `ts` is the event's timestamp.
-pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mut String) {
+pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mut TraceSeq) {
     let opts = cfg.options;
     match entry {
         Entry::Function(f) => {

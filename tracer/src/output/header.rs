@@ -11,6 +11,7 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::config::{truncate_str, OutputConfig};
+use super::seq::TraceSeq;
 use crate::options::{TraceOption, Tracer};
 
 /// Buffer counters shown in the header.
@@ -47,7 +48,7 @@ pub struct LatencyInfo {
 }
 
 /// `print_event_info()`: the entries line and a `#` line.
-pub fn print_event_info(out: &mut String, stats: &BufferStats) {
+pub fn print_event_info(out: &mut TraceSeq, stats: &BufferStats) {
     let _ = writeln!(
         out,
         "# entries-in-buffer/entries-written: {}/{}   #P:{}",
@@ -58,7 +59,7 @@ pub fn print_event_info(out: &mut String, stats: &BufferStats) {
 
 /// `print_func_help_header_irq()` (irq-info on; 6.6 legend with
 /// `irqs-off/BH-disabled` and `migrate-disable`).
-pub fn print_func_help_header_irq(out: &mut String, stats: &BufferStats, tgid: bool) {
+pub fn print_func_help_header_irq(out: &mut TraceSeq, stats: &BufferStats, tgid: bool) {
     const SPACE: &str = "            ";
     let prec = if tgid { 12 } else { 2 };
     let sp = &SPACE[..prec];
@@ -102,7 +103,7 @@ pub fn print_func_help_header_irq(out: &mut String, stats: &BufferStats, tgid: b
 }
 
 /// `print_func_help_header()` (irq-info off).
-pub fn print_func_help_header(out: &mut String, stats: &BufferStats, tgid: bool) {
+pub fn print_func_help_header(out: &mut TraceSeq, stats: &BufferStats, tgid: bool) {
     print_event_info(out, stats);
     let _ = writeln!(
         out,
@@ -117,7 +118,7 @@ pub fn print_func_help_header(out: &mut String, stats: &BufferStats, tgid: bool)
 }
 
 /// `print_lat_help_header()`.
-pub fn print_lat_help_header(out: &mut String) {
+pub fn print_lat_help_header(out: &mut TraceSeq) {
     out.push_str(
         "#                    _------=> CPU#            \n\
          #                   / _-----=> irqs-off/BH-disabled\n\
@@ -133,7 +134,7 @@ pub fn print_lat_help_header(out: &mut String) {
 
 /// `print_trace_header()`: the latency-format banner.
 pub fn print_trace_header(
-    out: &mut String,
+    out: &mut TraceSeq,
     tracer: Tracer,
     stats: &BufferStats,
     lat: &LatencyInfo,
@@ -177,7 +178,7 @@ pub fn print_trace_header(
 
 /// `trace_default_header()`.
 pub fn trace_default_header(
-    out: &mut String,
+    out: &mut TraceSeq,
     cfg: &OutputConfig<'_>,
     stats: &BufferStats,
     lat: &LatencyInfo,

@@ -19,6 +19,7 @@ pub mod config;
 pub mod format;
 pub mod header;
 pub mod merge;
+pub mod seq;
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -34,6 +35,7 @@ pub use format::{
     write_ps, write_sym,
 };
 pub use merge::EventSource;
+pub use seq::TraceSeq;
 
 use crate::entry::{lat_fmt, Entry, TraceEntry};
 use crate::options::TraceOption;
@@ -50,7 +52,7 @@ pub trait TracerOutput: Send {
     /// `empty` tells whether the buffers hold no event.
     fn print_header(
         &self,
-        _out: &mut String,
+        _out: &mut TraceSeq,
         _cfg: &OutputConfig<'_>,
         _stats: &BufferStats,
         _lat: &LatencyInfo,
@@ -70,7 +72,7 @@ pub trait TracerOutput: Send {
         _cpu: usize,
         _ts: u64,
         _entry: &Entry,
-        _out: &mut String,
+        _out: &mut TraceSeq,
     ) -> bool {
         false
     }
@@ -135,7 +137,7 @@ impl<'a> TraceIter<'a> {
     /// hold no event (the latency-format header is skipped then).
     pub fn print_header(
         &self,
-        out: &mut String,
+        out: &mut TraceSeq,
         stats: &BufferStats,
         lat: &LatencyInfo,
         empty: bool,
@@ -154,9 +156,11 @@ impl<'a> TraceIter<'a> {
         self.cfg.options.has(TraceOption::LatencyFmt)
     }
 
-    /// Prints the next event (taking it, and for a function_graph leaf its
-    /// return too) into `out`. Returns false when there are no more events.
-    pub fn print_line(&mut self, src: &mut dyn EventSource, out: &mut String) -> bool {
+    /// Prints the next event (taking it, and more if the tracer's printer
+    /// folds several into one line) into `out`. Returns false when there
+    /// are no more events. The output is text, except with the `bin`
+    /// option.
+    pub fn print_line(&mut self, src: &mut dyn EventSource, out: &mut TraceSeq) -> bool {
         let Some((cpu, rec)) = src.next_event() else {
             return false;
         };
@@ -166,7 +170,7 @@ impl<'a> TraceIter<'a> {
     }
 
     /// Prints every remaining event.
-    pub fn print_all(&mut self, src: &mut dyn EventSource, out: &mut String) {
+    pub fn print_all(&mut self, src: &mut dyn EventSource, out: &mut TraceSeq) {
         while self.print_line(src, out) {}
     }
 
@@ -176,7 +180,7 @@ impl<'a> TraceIter<'a> {
         src: &mut dyn EventSource,
         cpu: usize,
         rec: &TraceRecord,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         if rec.lost_events != 0 {
             if rec.lost_events == LOST_EVENTS_UNKNOWN {
@@ -210,6 +214,14 @@ impl<'a> TraceIter<'a> {
                 return;
             }
         }
+        if opts.has(TraceOption::Bin) {
+            self.print_bin(cpu, rec.ts, &entry, out);
+            return;
+        }
+        if opts.has(TraceOption::Hex) {
+            self.print_hex(cpu, rec.ts, &entry, out);
+            return;
+        }
         if opts.has(TraceOption::Raw) {
             self.print_raw(cpu, rec.ts, &entry, out);
             return;
@@ -217,7 +229,52 @@ impl<'a> TraceIter<'a> {
         self.print_trace_fmt(src, cpu, rec.ts, &entry, out);
     }
 
-    fn test_cpu_buff_start(&mut self, cpu: usize, out: &mut String) {
+    /// `print_hex_fmt()`: the context and the event's fields in hex
+    /// (`SEQ_PUT_HEX_FIELD`), then a newline. Events without a hex printer
+    /// print `type: N` (`trace_nop_print`).
+    fn print_hex(&self, cpu: usize, ts: u64, entry: &Entry, out: &mut TraceSeq) {
+        if self.cfg.options.has(TraceOption::ContextInfo) {
+            put_hex_field(out, &entry.header().pid.to_le_bytes());
+            put_hex_field(out, &(cpu as i32).to_le_bytes());
+            put_hex_field(out, &ts.to_le_bytes());
+        }
+        match entry {
+            Entry::Function(f) => {
+                // trace_fn_hex()
+                put_hex_field(out, &f.ip.to_le_bytes());
+                put_hex_field(out, &f.parent_ip.to_le_bytes());
+            }
+            Entry::Other(_) => {}
+            other => {
+                let _ = writeln!(out, "type: {}", other.header().type_);
+            }
+        }
+        out.push('\n');
+    }
+
+    /// `print_bin_fmt()`: the context and the event's fields as raw
+    /// little-endian bytes (`SEQ_PUT_FIELD`), no separator and no newline.
+    /// Events without a binary printer print `type: N` (`trace_nop_print`).
+    fn print_bin(&self, cpu: usize, ts: u64, entry: &Entry, out: &mut TraceSeq) {
+        if self.cfg.options.has(TraceOption::ContextInfo) {
+            out.putmem(&entry.header().pid.to_le_bytes());
+            out.putmem(&(cpu as i32).to_le_bytes());
+            out.putmem(&ts.to_le_bytes());
+        }
+        match entry {
+            Entry::Function(f) => {
+                // trace_fn_bin()
+                out.putmem(&f.ip.to_le_bytes());
+                out.putmem(&f.parent_ip.to_le_bytes());
+            }
+            Entry::Other(_) => {}
+            other => {
+                let _ = writeln!(out, "type: {}", other.header().type_);
+            }
+        }
+    }
+
+    fn test_cpu_buff_start(&mut self, cpu: usize, out: &mut TraceSeq) {
         let st = &mut self.state;
         if !self.cfg.options.has(TraceOption::Annotate) || !st.annotate {
             return;
@@ -238,7 +295,7 @@ impl<'a> TraceIter<'a> {
         cpu: usize,
         ts: u64,
         entry: &Entry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         self.test_cpu_buff_start(cpu, out);
         let opts = self.cfg.options;
@@ -260,7 +317,7 @@ impl<'a> TraceIter<'a> {
         ts: u64,
         next_ts: u64,
         ent: &TraceEntry,
-        out: &mut String,
+        out: &mut TraceSeq,
     ) {
         let cfg = &self.cfg;
         let comm = find_cmdline(cfg.tasks, ent.pid);
@@ -315,7 +372,7 @@ impl<'a> TraceIter<'a> {
     }
 
     /// `print_raw_fmt()`.
-    fn print_raw(&self, cpu: usize, ts: u64, entry: &Entry, out: &mut String) {
+    fn print_raw(&self, cpu: usize, ts: u64, entry: &Entry, out: &mut TraceSeq) {
         if self.cfg.options.has(TraceOption::ContextInfo) {
             let _ = write!(out, "{} {} {} ", entry.header().pid, cpu, ts);
         }
@@ -342,12 +399,22 @@ impl<'a> TraceIter<'a> {
     }
 }
 
+/// `seq_buf_putmem_hex()` for one field of at most 8 bytes: the bytes of
+/// the little-endian value from the most significant, as two hex digits
+/// each, then a space.
+fn put_hex_field(out: &mut TraceSeq, le: &[u8]) {
+    for b in le.iter().rev() {
+        let _ = write!(out, "{:02x}", b);
+    }
+    out.push(' ');
+}
+
 /// The whole `trace` file: the header, then every event of `src` in time
 /// order, printed by `tracer` (the current tracer's printer, if it has one)
 /// and the default printer. `overruns` enables the `annotate` lines.
 #[allow(clippy::too_many_arguments)]
 pub fn write_trace_file(
-    out: &mut String,
+    out: &mut TraceSeq,
     cfg: OutputConfig<'_>,
     tracer: Option<Box<dyn TracerOutput>>,
     stats: &BufferStats,

@@ -9,7 +9,9 @@ use tracer::graph::GraphOutput;
 use tracer::options::{TraceOptions, Tracer};
 use tracer::output::header::{BufferStats, LatencyInfo};
 use tracer::output::merge::{Merger, TraceRecord};
-use tracer::output::{IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter, TracerOutput};
+use tracer::output::{
+    IterState, OutputConfig, SymbolResolver, TaskNames, TraceIter, TraceSeq, TracerOutput,
+};
 
 /// Symbols as (start, size, name).
 pub struct Syms(pub Vec<(u64, u64, String)>);
@@ -144,14 +146,20 @@ pub fn iter(cfg: OutputConfig<'_>, nr_cpus: usize, overruns: bool) -> TraceIter<
     TraceIter::resume(cfg, IterState::new(nr_cpus, overruns, t))
 }
 
-/// Prints every event of the per-CPU streams (no header), as trace_pipe.
-pub fn render(cfg: OutputConfig<'_>, cpus: Vec<Vec<TraceRecord>>) -> String {
+/// Prints every event of the per-CPU streams (no header), as trace_pipe:
+/// the bytes (binary with the `bin` option).
+pub fn render_bytes(cfg: OutputConfig<'_>, cpus: Vec<Vec<TraceRecord>>) -> Vec<u8> {
     let n = cpus.len();
     let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
     let mut it = iter(cfg, n, false);
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     it.print_all(&mut m, &mut out);
-    out
+    out.into_bytes()
+}
+
+/// As [`render_bytes`] for text.
+pub fn render(cfg: OutputConfig<'_>, cpus: Vec<Vec<TraceRecord>>) -> String {
+    String::from_utf8(render_bytes(cfg, cpus)).expect("text output")
 }
 
 /// Header + events, as the `trace` file.
@@ -160,7 +168,7 @@ pub fn render_trace(
     stats: BufferStats,
     cpus: Vec<Vec<TraceRecord>>,
 ) -> String {
-    let mut out = String::new();
+    let mut out = TraceSeq::new();
     let n = cpus.len();
     let t = tracer_output(cfg.tracer, n);
     let mut m = Merger::new(cpus.into_iter().map(|v| v.into_iter()).collect());
@@ -174,7 +182,7 @@ pub fn render_trace(
         n,
         false,
     );
-    out
+    out.as_str().expect("text output").to_string()
 }
 
 pub fn opts() -> TraceOptions {
