@@ -43,7 +43,7 @@ Commands:
   ftrace_int3_test         hit a site while it is being patched (int3 path)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
-  bench [steps]            cost of tracing per call/event/site (BENCHMARKS.md)
+  bench [steps|allcpu]     cost of tracing per call/event/site (BENCHMARKS.md)
   trace-export             send the trace buffers to the host over COM2 (ktrace)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README

@@ -21,6 +21,10 @@
 //!   crate built without instrumentation: the two differ only by the call
 //!   site (and, in the mcount build, by what the compiler does around it).
 //!
+//! `bench allcpu` is the exception: ring-buffer writers on every CPU at once
+//! against one writer, in nanoseconds, for vCPUs that run in parallel
+//! (multi-threaded TCG without `-icount`, which runs them one at a time).
+//!
 //! The command switches tracers and the filter; it restores the tracer, the
 //! filter and `tracing_on` afterwards, but the buffer's contents are lost
 //! (changing the tracer resets it, as in Linux).
@@ -336,33 +340,208 @@ fn rb_cost(tr: &TraceArray) -> Result<u64, String> {
     Ok(full.saturating_sub(empty))
 }
 
-/// Writers on every CPU at once: each CPU's cost per event; the largest.
-fn rb_allcpu(tr: &'static TraceArray) -> Result<u64, String> {
+/// Rounds of the all-CPU cases (more than `REPS`: a round only counts when
+/// every CPU's batch overlapped the others' in time).
+const PAR_REPS: usize = 63;
+
+/// What each CPU runs in a round of the all-CPU cases.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ParCase {
+    /// A register-only loop: shares nothing, so its ratio is what the host
+    /// gives two vCPUs at once (1.00 when each has a core to itself).
+    Compute,
+    /// `N` reads of the TSC.
+    Clock,
+    /// `N` function events into this CPU's ring buffer, the time stamp given
+    /// (see [`write_loop_at`]).
+    Ring,
+    /// The same plus one increment per event of a counter all CPUs share:
+    /// what one shared written cache line in the write path would cost.
+    RingShared,
+}
+
+impl ParCase {
+    fn name(self) -> &'static str {
+        match self {
+            ParCase::Compute => "compute_allcpu",
+            ParCase::Clock => "rdtsc_allcpu",
+            ParCase::Ring => "rb_event_allcpu",
+            ParCase::RingShared => "rb_event_allcpu_shared",
+        }
+    }
+}
+
+/// The counter of [`ParCase::RingShared`].
+static PAR_SHARED: AtomicU64 = AtomicU64::new(0);
+
+/// Waits (interrupts on) until `count` reaches `target`; false after about
+/// 20 s (a CPU that never comes). No `pause` in the loop: QEMU's TCG
+/// implements it by leaving the vCPU's execution loop (and taking its global
+/// lock), which delays the waiter by milliseconds.
+fn wait_for(count: &AtomicUsize, target: usize) -> bool {
+    let t0 = arch::rdtsc();
+    let limit = arch::tsc::tsc_hz().max(1_000_000_000).saturating_mul(20);
+    while count.load(Ordering::SeqCst) < target {
+        if arch::rdtsc().wrapping_sub(t0) > limit {
+            return false;
+        }
+    }
+    true
+}
+
+/// One round's work on this CPU.
+fn par_work(tr: &TraceArray, case: ParCase) {
+    match case {
+        ParCase::Compute => {
+            // SAFETY: a register-only countdown loop (dec + jnz per round).
+            unsafe {
+                core::arch::asm!("2: dec {0}", "jnz 2b", inout(reg) 50 * N => _, options(nomem, nostack));
+            }
+        }
+        ParCase::Clock => {
+            for _ in 0..N {
+                black_box(arch::rdtsc());
+            }
+        }
+        ParCase::Ring => write_loop_at(tr, N, None),
+        ParCase::RingShared => write_loop_at(tr, N, Some(&PAR_SHARED)),
+    }
+}
+
+/// This CPU's rounds: `(start, end)` TSC of each batch, every round begun at
+/// a barrier shared by the `nr` CPUs taking part. The ring cases reset this
+/// CPU's buffer before each round and check its count after.
+fn par_rounds(
+    tr: &TraceArray,
+    case: ParCase,
+    nr: usize,
+    barrier: &AtomicUsize,
+) -> Result<Vec<(u64, u64)>, String> {
+    let cpu = arch::cpu_id();
+    let mut spans = Vec::with_capacity(PAR_REPS);
+    let mut err = None;
+    crate::sched::preempt_disable();
+    for round in 0..PAR_REPS {
+        let _ = tr.buffer.reset_cpu(cpu);
+        barrier.fetch_add(1, Ordering::SeqCst);
+        if !wait_for(barrier, nr * (round + 1)) {
+            err = Some(format!("cpu{}: round {}: not every CPU came", cpu, round));
+            break;
+        }
+        spans.push(arch::without_interrupts(|| {
+            let t0 = arch::rdtsc();
+            par_work(tr, case);
+            (t0, arch::rdtsc())
+        }));
+        let got = tr.buffer.entries_cpu(cpu) + tr.buffer.overrun_cpu(cpu);
+        let want = if matches!(case, ParCase::Compute | ParCase::Clock) {
+            0
+        } else {
+            N
+        };
+        if got != want && err.is_none() {
+            err = Some(format!(
+                "cpu{}: {} events recorded for {} writes",
+                cpu, got, want
+            ));
+        }
+    }
+    crate::sched::preempt_enable();
+    match err {
+        Some(e) => Err(e),
+        None => Ok(spans),
+    }
+}
+
+/// `n` function events into this CPU's buffer as [`write_event`] writes
+/// them (reserve, context word, fill, commit), but stamped from one clock
+/// read per batch: under TCG every `rdtsc` takes a lock shared by all vCPUs
+/// (`rdtsc_allcpu` shows it), which would measure QEMU rather than the
+/// ring buffer. `shared`, if given, is incremented once per event.
+#[inline(never)]
+fn write_loop_at(tr: &TraceArray, n: u64, shared: Option<&AtomicU64>) {
+    let cpu = arch::cpu_id();
+    let t0 = trace::trace_clock();
+    for i in 0..n {
+        let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
+        // SAFETY: the caller runs with preemption off, and `cpu` is this CPU.
+        if let Some(mut res) = unsafe { tr.buffer.lock_reserve(cpu, FtraceEntry::SIZE, t0 + i) } {
+            let _ = FtraceEntry {
+                ent,
+                ip: 0xffff_ffff_8000_0000 + black_box(i),
+                parent_ip: 0xffff_ffff_8000_1000,
+            }
+            .encode(res.data_mut());
+            tr.buffer.unlock_commit(res);
+        }
+        if let Some(c) = shared {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// An all-CPU case's result, in TSC ticks per batch: one CPU alone, and the
+/// worst CPU of the best round with every CPU at once; and how much that
+/// round's batches overlapped (percent of the longest batch).
+struct Parallel {
+    one: u64,
+    all: u64,
+    overlap_pct: u64,
+}
+
+/// Rounds needed for a round to count: every batch overlapped every other
+/// by half the longest batch at least.
+const MIN_OVERLAP_PCT: u64 = 50;
+
+/// The best round of `cpus` (one list of spans per CPU) whose batches ran at
+/// once: (longest batch, overlap percent).
+fn best_parallel_round(cpus: &[Vec<(u64, u64)>]) -> Option<(u64, u64)> {
+    let rounds = cpus.iter().map(|c| c.len()).min().unwrap_or(0);
+    let mut best: Option<(u64, u64)> = None;
+    for round in 0..rounds {
+        let spans = cpus.iter().map(|c| c[round]);
+        let longest = spans
+            .clone()
+            .map(|(a, b)| b.wrapping_sub(a))
+            .max()
+            .unwrap_or(0);
+        let start = spans.clone().map(|s| s.0).max().unwrap_or(0);
+        let end = spans.map(|s| s.1).min().unwrap_or(0);
+        let overlap = end.saturating_sub(start) * 100 / longest.max(1);
+        if overlap >= MIN_OVERLAP_PCT && best.is_none_or(|b| longest < b.0) {
+            best = Some((longest, overlap));
+        }
+    }
+    best
+}
+
+/// `case` on this CPU alone, then on every CPU at once, in the same run.
+fn par_case(tr: &'static TraceArray, case: ParCase) -> Result<Parallel, String> {
     let nr = arch::nr_cpus().min(MAX_CPUS);
-    let ready = Arc::new(AtomicUsize::new(0));
-    let results: Arc<Mutex<Vec<Result<u64, String>>>> = Arc::new(Mutex::new(Vec::new()));
+    if nr < 2 {
+        return Err(String::from("needs 2 CPUs or more (--smp 2)"));
+    }
+    // Alone: the same rounds with a barrier of one.
+    let alone = par_rounds(tr, case, 1, &AtomicUsize::new(0))?;
+    let one = alone
+        .iter()
+        .map(|&(a, b)| b.wrapping_sub(a))
+        .min()
+        .unwrap_or(0);
+
+    let barrier = Arc::new(AtomicUsize::new(0));
+    type Spans = Result<Vec<(u64, u64)>, String>;
+    let results: Arc<Mutex<Vec<Spans>>> = Arc::new(Mutex::new(Vec::new()));
     let run = {
-        let ready = ready.clone();
+        let barrier = barrier.clone();
         let results = results.clone();
         move || {
-            // Start together (bounded: a CPU that never comes is an error).
-            ready.fetch_add(1, Ordering::SeqCst);
-            let t0 = arch::rdtsc();
-            while ready.load(Ordering::SeqCst) < nr {
-                if arch::rdtsc().wrapping_sub(t0) > 20_000_000_000 {
-                    break;
-                }
-                core::hint::spin_loop();
-            }
-            let r = rb_cost(tr);
+            let r = par_rounds(tr, case, nr, &barrier);
             arch::without_interrupts(|| results.lock().push(r));
         }
     };
     let handles: Vec<_> = (1..nr)
-        .map(|cpu| {
-            let run = run.clone();
-            crate::sched::spawn_on(cpu, "bench_rb", run)
-        })
+        .map(|cpu| crate::sched::spawn_on(cpu, "bench_rb", run.clone()))
         .collect();
     run();
     for h in handles {
@@ -372,11 +551,62 @@ fn rb_allcpu(tr: &'static TraceArray) -> Result<u64, String> {
     if results.len() != nr {
         return Err(format!("{} of {} CPUs reported", results.len(), nr));
     }
-    let mut worst = 0;
-    for r in results {
-        worst = worst.max(r?);
+    let cpus = results.into_iter().collect::<Result<Vec<_>, String>>()?;
+    let (all, overlap_pct) = best_parallel_round(&cpus).ok_or_else(|| {
+        format!(
+            "in none of {} rounds did the {} CPUs' batches overlap by {}%: the vCPUs did not run in parallel",
+            PAR_REPS, nr, MIN_OVERLAP_PCT
+        )
+    })?;
+    Ok(Parallel {
+        one,
+        all,
+        overlap_pct,
+    })
+}
+
+/// `bench allcpu`: each case on every CPU at once against one CPU alone, in
+/// ns (wall clock), for vCPUs that really run in parallel (`./qemu.sh --smp
+/// 2` on a 2-core host: multi-threaded TCG, one vCPU thread per host core).
+/// Under `-icount` QEMU runs the vCPUs one at a time, so it refuses.
+fn allcpu(rep: &mut Report, tr: &'static TraceArray) {
+    if rep.unit == Unit::Instructions {
+        rep.failed(
+            "rb_event_allcpu",
+            "under -icount the vCPUs run one at a time: run it without --icount (./qemu.sh --smp 2)",
+        );
+        return;
     }
-    Ok(worst)
+    control::tracing_on();
+    let nr = arch::nr_cpus().min(MAX_CPUS);
+    for case in [
+        ParCase::Compute,
+        ParCase::Clock,
+        ParCase::Ring,
+        ParCase::RingShared,
+    ] {
+        let name = case.name();
+        // Per event for the ring cases, per batch of 50k instructions for
+        // the compute loop (its ratio is what matters).
+        let per = if case == ParCase::Compute { 1 } else { N };
+        match par_case(tr, case) {
+            Ok(p) => {
+                rep.figure(&format!("{}_alone", name), p.one, per);
+                rep.figure(name, p.all, per);
+                let hundredths = p.all * 100 / p.one.max(1);
+                let _ = writeln!(
+                    rep.out,
+                    "bench: {}_ratio {}.{:02} ({} CPUs at once, worst CPU against one alone; batches overlapped {}%)",
+                    name,
+                    hundredths / 100,
+                    hundredths % 100,
+                    nr,
+                    p.overlap_pct
+                );
+            }
+            Err(e) => rep.failed(name, &e),
+        }
+    }
 }
 
 /// Calls seen by [`BENCH_ALL_OPS`].
@@ -608,11 +838,24 @@ pub fn run(args: &[String]) -> String {
         );
         return rep.out;
     }
-    if args.first().map(|a| a.as_str()) == Some("steps") {
-        control::tracing_on();
-        steps(&mut rep, tr);
-        tr.buffer.reset();
-        return rep.out;
+    match args.first().map(|a| a.as_str()) {
+        Some("steps") => {
+            control::tracing_on();
+            steps(&mut rep, tr);
+            tr.buffer.reset();
+            return rep.out;
+        }
+        Some("allcpu") => {
+            let saved = save();
+            allcpu(&mut rep, tr);
+            restore(saved);
+            tr.buffer.reset();
+            return rep.out;
+        }
+        None => {}
+        Some(other) => {
+            return format!("bench: {}: unknown case (bench [steps|allcpu])\n", other);
+        }
     }
     let saved = save();
     if let Err(e) = set_tracer("nop") {
@@ -652,7 +895,6 @@ pub fn run(args: &[String]) -> String {
     let _ = set_filter("");
 
     rep.result("rb_event_1cpu", rb_cost(tr).map(|t| (t, N)));
-    rep.result("rb_event_allcpu", rb_allcpu(tr).map(|t| (t, N)));
 
     match update_all() {
         Ok((on, off, sites)) => {
