@@ -58,6 +58,12 @@ pub(crate) struct Found {
     pub(crate) data_len: usize,
 }
 
+/// Cache-line aligned, as Linux allocates it (`kzalloc_node(ALIGN(sizeof,
+/// cache_line_size()))`): the per-CPU structures sit side by side in one
+/// `Vec`, and each CPU's writer updates its own `state`, `committing`,
+/// `commits` and stamps on every event, which must not share a line with
+/// the next CPU's (`bench allcpu` measures it).
+#[repr(align(64))]
 pub(crate) struct RingBufferPerCpu {
     /// Page table: index 0 at creation is the reader page, the others form
     /// the ring. Replaced or relinked only with recording stopped on this CPU,
