@@ -180,6 +180,18 @@ impl TraceEntry {
         Ok(())
     }
 
+    /// The header word of these fields: `type | flags << 16 |
+    /// preempt_count << 24 | pid << 32` (the layout of `struct
+    /// trace_entry`, little endian). Writers on the hot path build it from
+    /// the fields they sample, without a [`TraceEntry`].
+    #[inline(always)]
+    pub const fn pack(type_: u16, flags: u8, preempt_count: u8, pid: i32) -> u64 {
+        type_ as u64
+            | (flags as u64) << 16
+            | (preempt_count as u64) << 24
+            | (pid as u32 as u64) << 32
+    }
+
     fn expect(buf: &[u8], ty: u16, size: usize) -> Result<Self, EntryError> {
         let ent = TraceEntry::decode(buf)?;
         if ent.type_ != ty {
@@ -358,6 +370,22 @@ impl FtraceEntry {
         wr(buf, 16, &self.parent_ip.to_le_bytes());
         Ok(Self::SIZE)
     }
+
+    /// Writes the record from its header word ([`TraceEntry::pack`]) and
+    /// fields, as three stores: the function tracer's hot path, which
+    /// samples the header's fields as one word. The same bytes as
+    /// [`FtraceEntry::encode`] (host-tested). A slice shorter than the
+    /// record is zeroed instead.
+    #[inline(always)]
+    pub fn encode_raw(buf: &mut [u8], header: u64, ip: u64, parent_ip: u64) {
+        let Some(b) = buf.first_chunk_mut::<{ Self::SIZE }>() else {
+            buf.fill(0);
+            return;
+        };
+        b[0..8].copy_from_slice(&header.to_le_bytes());
+        b[8..16].copy_from_slice(&ip.to_le_bytes());
+        b[16..24].copy_from_slice(&parent_ip.to_le_bytes());
+    }
 }
 
 /// `struct ftrace_graph_ent_entry` (TRACE_GRAPH_ENT): a function was entered.
@@ -391,6 +419,20 @@ impl GraphEntEntry {
         wr(buf, 8, &self.func.to_le_bytes());
         wr(buf, 16, &self.depth.to_le_bytes());
         Ok(Self::SIZE)
+    }
+
+    /// Writes the record from its header word ([`TraceEntry::pack`]) and
+    /// fields: function_graph's entry hot path. A slice shorter than the
+    /// record is zeroed instead.
+    #[inline(always)]
+    pub fn encode_raw(buf: &mut [u8], header: u64, func: u64, depth: i32) {
+        let Some(b) = buf.first_chunk_mut::<{ Self::SIZE }>() else {
+            buf.fill(0);
+            return;
+        };
+        b[0..8].copy_from_slice(&header.to_le_bytes());
+        b[8..16].copy_from_slice(&func.to_le_bytes());
+        b[16..20].copy_from_slice(&depth.to_le_bytes());
     }
 }
 
@@ -436,6 +478,31 @@ impl GraphRetEntry {
         wr(buf, 24, &self.calltime.to_le_bytes());
         wr(buf, 32, &self.rettime.to_le_bytes());
         Ok(Self::SIZE)
+    }
+
+    /// Writes the record from its header word ([`TraceEntry::pack`]) and
+    /// fields: function_graph's return hot path. A slice shorter than the
+    /// record is zeroed instead.
+    #[inline(always)]
+    pub fn encode_raw(
+        buf: &mut [u8],
+        header: u64,
+        func: u64,
+        depth: i32,
+        overrun: u32,
+        calltime: u64,
+        rettime: u64,
+    ) {
+        let Some(b) = buf.first_chunk_mut::<{ Self::SIZE }>() else {
+            buf.fill(0);
+            return;
+        };
+        b[0..8].copy_from_slice(&header.to_le_bytes());
+        b[8..16].copy_from_slice(&func.to_le_bytes());
+        b[16..20].copy_from_slice(&depth.to_le_bytes());
+        b[20..24].copy_from_slice(&overrun.to_le_bytes());
+        b[24..32].copy_from_slice(&calltime.to_le_bytes());
+        b[32..40].copy_from_slice(&rettime.to_le_bytes());
     }
 
     /// `rettime - calltime` (0 if the clock went backwards).
@@ -685,5 +752,84 @@ impl Entry {
         let n = self.encode(&mut v).unwrap_or(0);
         v.truncate(n);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ent(type_: u16, flags: u8, preempt_count: u8, pid: i32) -> TraceEntry {
+        TraceEntry {
+            type_,
+            flags,
+            preempt_count,
+            pid,
+        }
+    }
+
+    proptest! {
+        /// The hot-path writers (a packed header word, then `encode_raw`)
+        /// write exactly the bytes of the full encoders, which the decoders
+        /// read back.
+        #[test]
+        fn raw_encoders_write_what_encode_writes(
+            flags: u8, pc: u8, pid: i32, a: u64, b: u64, depth: i32, overrun: u32, t0: u64, t1: u64
+        ) {
+            let word = TraceEntry::pack(TRACE_FN, flags, pc, pid);
+            let mut h = [0u8; 8];
+            ent(TRACE_FN, flags, pc, pid).encode(&mut h).unwrap();
+            prop_assert_eq!(word.to_le_bytes(), h);
+
+            let f = FtraceEntry { ent: ent(TRACE_FN, flags, pc, pid), ip: a, parent_ip: b };
+            let (mut x, mut y) = ([0xaau8; 24], [0x55u8; 24]);
+            f.encode(&mut x).unwrap();
+            FtraceEntry::encode_raw(&mut y, word, a, b);
+            prop_assert_eq!(x, y);
+            prop_assert_eq!(FtraceEntry::decode(&y).unwrap(), f);
+
+            let e = GraphEntEntry { ent: ent(TRACE_GRAPH_ENT, flags, pc, pid), func: a, depth };
+            let (mut x, mut y) = ([0xaau8; 20], [0x55u8; 20]);
+            e.encode(&mut x).unwrap();
+            GraphEntEntry::encode_raw(&mut y, TraceEntry::pack(TRACE_GRAPH_ENT, flags, pc, pid), a, depth);
+            prop_assert_eq!(x, y);
+            prop_assert_eq!(GraphEntEntry::decode(&y).unwrap(), e);
+
+            let r = GraphRetEntry {
+                ent: ent(TRACE_GRAPH_RET, flags, pc, pid),
+                func: a,
+                depth,
+                overrun,
+                calltime: t0,
+                rettime: t1,
+            };
+            let (mut x, mut y) = ([0xaau8; 40], [0x55u8; 40]);
+            r.encode(&mut x).unwrap();
+            GraphRetEntry::encode_raw(
+                &mut y,
+                TraceEntry::pack(TRACE_GRAPH_RET, flags, pc, pid),
+                a,
+                depth,
+                overrun,
+                t0,
+                t1,
+            );
+            prop_assert_eq!(x, y);
+            prop_assert_eq!(GraphRetEntry::decode(&y).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn raw_encoders_zero_a_short_slice() {
+        let mut b = [0xffu8; 23];
+        FtraceEntry::encode_raw(&mut b, u64::MAX, 1, 2);
+        assert_eq!(b, [0; 23]);
+        let mut b = [0xffu8; 19];
+        GraphEntEntry::encode_raw(&mut b, u64::MAX, 1, 2);
+        assert_eq!(b, [0; 19]);
+        let mut b = [0xffu8; 39];
+        GraphRetEntry::encode_raw(&mut b, u64::MAX, 1, 2, 3, 4, 5);
+        assert_eq!(b, [0; 39]);
     }
 }

@@ -126,7 +126,7 @@ extern "C" fn function_trace_record(ip: u64, parent_slot: *mut u64, _op: &Ftrace
         // found it, and this way no part of it is live across the
         // reservation (one callee-saved register less).
         trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
-            encode_fn_entry(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
+            FtraceEntry::encode_raw(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
         });
     } else {
         function_trace_record_slow(tr, ip, parent_slot);
@@ -171,24 +171,11 @@ fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slo
     }
     let header = trace_entry_word(TRACE_FN);
     trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
-        encode_fn_entry(buf, header, ip, parent_ip)
+        FtraceEntry::encode_raw(buf, header, ip, parent_ip)
     });
     if slow & FUNC_STACK_TRACE != 0 {
         trace_stack(2);
     }
-}
-
-/// Writes a TRACE_FN record into `buf`, byte for byte what
-/// `FtraceEntry::encode` writes (header, ip, parent_ip), as three stores.
-#[inline(always)]
-fn encode_fn_entry(buf: &mut [u8], header: u64, ip: u64, parent_ip: u64) {
-    let Some(b) = buf.first_chunk_mut::<{ FtraceEntry::SIZE }>() else {
-        buf.fill(0);
-        return;
-    };
-    b[0..8].copy_from_slice(&header.to_le_bytes());
-    b[8..16].copy_from_slice(&ip.to_le_bytes());
-    b[16..24].copy_from_slice(&parent_ip.to_le_bytes());
 }
 
 /// Records a TRACE_STACK event of the current call chain, skipping `skip`

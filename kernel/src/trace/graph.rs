@@ -169,45 +169,13 @@ fn trace_graph_record_entry(trace: &FtraceGraphEnt) -> bool {
     // byte, so the payload needs no clearing first. The header word is
     // sampled after the reservation (see function_trace_record).
     trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
-        encode_graph_ent(
+        GraphEntEntry::encode_raw(
             buf,
             trace_entry_word(TRACE_GRAPH_ENT),
             trace.func,
             trace.depth,
         )
     })
-}
-
-/// Writes a TRACE_GRAPH_ENT record, byte for byte what
-/// `GraphEntEntry::encode` writes (header, func, depth), inlined into the
-/// entry hook (`tests/graph` decodes every event with the tracer crate,
-/// and the boot check of `trace_entry_word` covers the header).
-#[inline(always)]
-fn encode_graph_ent(buf: &mut [u8], header: u64, func: u64, depth: i32) {
-    let Some(b) = buf.first_chunk_mut::<{ GraphEntEntry::SIZE }>() else {
-        buf.fill(0);
-        return;
-    };
-    b[0..8].copy_from_slice(&header.to_le_bytes());
-    b[8..16].copy_from_slice(&func.to_le_bytes());
-    b[16..20].copy_from_slice(&depth.to_le_bytes());
-}
-
-/// Writes a TRACE_GRAPH_RET record, byte for byte what
-/// `GraphRetEntry::encode` writes (header, func, depth, overrun, calltime,
-/// rettime).
-#[inline(always)]
-fn encode_graph_ret(buf: &mut [u8], header: u64, trace: &FtraceGraphRet) {
-    let Some(b) = buf.first_chunk_mut::<{ GraphRetEntry::SIZE }>() else {
-        buf.fill(0);
-        return;
-    };
-    b[0..8].copy_from_slice(&header.to_le_bytes());
-    b[8..16].copy_from_slice(&trace.func.to_le_bytes());
-    b[16..20].copy_from_slice(&trace.depth.to_le_bytes());
-    b[20..24].copy_from_slice(&trace.overrun.to_le_bytes());
-    b[24..32].copy_from_slice(&trace.calltime.to_le_bytes());
-    b[32..40].copy_from_slice(&trace.rettime.to_le_bytes());
 }
 
 /// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).
@@ -232,7 +200,15 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
     // Recorded at the return time already read; the encoder writes every
     // byte, so the payload needs no clearing first.
     trace_buffer_write_at(tr, trace.rettime, GraphRetEntry::SIZE, |buf| {
-        encode_graph_ret(buf, trace_entry_word(TRACE_GRAPH_RET), trace)
+        GraphRetEntry::encode_raw(
+            buf,
+            trace_entry_word(TRACE_GRAPH_RET),
+            trace.func,
+            trace.depth,
+            trace.overrun,
+            trace.calltime,
+            trace.rettime,
+        )
     });
 }
 

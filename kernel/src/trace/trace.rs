@@ -171,7 +171,7 @@ pub fn trace_entry_word(type_: u16) -> u64 {
         | (need_resched * u64::from(TRACE_FLAG_NEED_RESCHED));
     let depth = percpu::this_cpu_preempt_count().saturating_sub(1).min(15);
     let pid = crate::sched::current_pid();
-    u64::from(type_) | flags << 16 | u64::from(depth) << 24 | u64::from(pid) << 32
+    TraceEntry::pack(type_, flags as u8, depth as u8, pid as i32)
 }
 
 /// Boot-time check that [`trace_entry_word`] and the `tracer` crate's
