@@ -289,3 +289,88 @@ fn sleep_time() {
     assert_eq!(k.run("sleep 0.2"), "");
     assert!(sleep_duration(&mut k) >= 200_000.0);
 }
+
+/// The tasks (comm-pid) of the function events in `trace`.
+fn tasks(k: &mut Kernel) -> Vec<String> {
+    let mut t: Vec<String> = events(k)
+        .iter()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    t.sort();
+    t.dedup();
+    t
+}
+
+/// function-fork: with the option set, tasks created by a task in
+/// `set_ftrace_pid` join the list (and are traced), and a task leaves the
+/// list when it exits (Linux: ftrace_pid_follow_fork's sched_process_fork
+/// and sched_process_free probes). The shell is pid 1; `calltree 1 2`
+/// runs the tree on two new tasks.
+#[test]
+fn function_fork() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(k.run(&format!("echo {ROOT} > {T}/set_ftrace_filter")), "");
+    assert_eq!(k.run(&format!("echo 1 > {T}/set_ftrace_pid")), "");
+    assert_eq!(k.run(&format!("echo function > {T}/current_tracer")), "");
+    let run = |k: &mut Kernel, n: u32| {
+        assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+        let r = k.run(&format!("calltree 1 {n}"));
+        assert!(r.contains(&format!("calltree: {n} tasks")), "{r}");
+    };
+
+    // Off: the shell's children are not in the list, nothing is traced.
+    assert_eq!(
+        clean(&k.run(&format!("cat {T}/options/function-fork"))),
+        "0\n"
+    );
+    run(&mut k, 2);
+    assert_eq!(tasks(&mut k), Vec::<String>::new());
+
+    // On: both children are traced, and leave the list when they exit.
+    assert_eq!(
+        k.run(&format!("echo function-fork > {T}/trace_options")),
+        ""
+    );
+    run(&mut k, 2);
+    let t = tasks(&mut k);
+    assert_eq!(t.len(), 2, "{t:?}");
+    assert!(t.iter().all(|c| c.starts_with("calltree/")), "{t:?}");
+    assert_eq!(clean(&k.run(&format!("cat {T}/set_ftrace_pid"))), "1\n");
+
+    // Only children of listed tasks follow.
+    assert_eq!(k.run(&format!("echo 99999 > {T}/set_ftrace_pid")), "");
+    run(&mut k, 2);
+    assert_eq!(tasks(&mut k), Vec::<String>::new());
+
+    // A listed task that exits leaves the list; the list stays, empty,
+    // and traces no task, as Linux's allocated list does.
+    let last: u32 = t
+        .iter()
+        .map(|c| c.rsplit('-').next().unwrap().parse::<u32>().unwrap())
+        .max()
+        .unwrap();
+    // Pids are not reused: the previous run took last+1 and last+2.
+    let next = last + 3;
+    assert_eq!(k.run(&format!("echo {next} > {T}/set_ftrace_pid")), "");
+    run(&mut k, 1);
+    assert_eq!(tasks(&mut k), vec![format!("calltree/0-{next}")]);
+    assert_eq!(clean(&k.run(&format!("cat {T}/set_ftrace_pid"))), "");
+    run(&mut k, 1);
+    assert_eq!(tasks(&mut k), Vec::<String>::new());
+    // An empty write removes the list: everyone is traced again.
+    assert_eq!(k.run(&format!("echo > {T}/set_ftrace_pid")), "");
+    assert_eq!(
+        clean(&k.run(&format!("cat {T}/set_ftrace_pid"))),
+        "no pid\n"
+    );
+
+    // Off again: no more following.
+    assert_eq!(
+        k.run(&format!("echo nofunction-fork > {T}/trace_options")),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo 1 > {T}/set_ftrace_pid")), "");
+    run(&mut k, 2);
+    assert_eq!(tasks(&mut k), Vec::<String>::new());
+    assert_eq!(clean(&k.run(&format!("cat {T}/set_ftrace_pid"))), "1\n");
+}

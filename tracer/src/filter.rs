@@ -914,6 +914,10 @@ pub const PID_LIST_MAX: u64 = 1 << 30;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PidFilter {
     pids: BTreeSet<u32>,
+    /// The list exists (Linux: `tr->function_pids` is not NULL). It can
+    /// exist and be empty once `function-fork` has removed every pid that
+    /// exited: then no task is traced.
+    active: bool,
 }
 
 impl PidFilter {
@@ -944,12 +948,14 @@ impl PidFilter {
             nr += 1;
         }
         self.pids = if nr == 0 { BTreeSet::new() } else { new };
+        self.active = nr != 0;
         Ok(())
     }
 
-    /// `no pid` when empty, else one pid per line, ascending.
+    /// `no pid` without a list, else one pid per line, ascending (nothing
+    /// for a list that exists but is empty).
     pub fn read(&self) -> String {
-        if self.pids.is_empty() {
+        if !self.active {
             return String::from("no pid\n");
         }
         let mut s = String::new();
@@ -959,8 +965,14 @@ impl PidFilter {
         s
     }
 
+    /// No list: every task is traced.
     pub fn is_empty(&self) -> bool {
-        self.pids.is_empty()
+        !self.active
+    }
+
+    /// The listed pids, ascending.
+    pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pids.iter().copied()
     }
 
     /// Is `pid` in the list?
@@ -972,5 +984,22 @@ impl PidFilter {
     /// the pid.
     pub fn allows(&self, pid: i32) -> bool {
         self.is_empty() || self.contains(pid)
+    }
+
+    /// The `function-fork` option's rule (`trace_filter_add_remove_task()`):
+    /// a fork (`parent` Some) adds the child `task` if the parent is listed;
+    /// an exit (`parent` None) removes `task`. Returns true if the list
+    /// changed. Without a list there is nothing to follow; a list whose
+    /// last pid exits stays, empty, and then no task is traced (Linux
+    /// keeps the allocated list).
+    pub fn follow_task(&mut self, parent: Option<i32>, task: i32) -> bool {
+        if !self.active || task < 0 {
+            return false;
+        }
+        match parent {
+            Some(p) if self.contains(p) => self.pids.insert(task as u32),
+            Some(_) => false,
+            None => self.pids.remove(&(task as u32)),
+        }
     }
 }

@@ -575,6 +575,39 @@ fn pid_filter() {
     assert_eq!(p.read(), "no pid\n");
 }
 
+/// function-fork: children of listed tasks join the list, exiting tasks
+/// leave it (trace_filter_add_remove_task).
+#[test]
+fn pid_filter_follows_forks_and_exits() {
+    let mut p = PidFilter::new();
+    // No list: nothing to follow.
+    assert!(!p.follow_task(Some(1), 2));
+    assert_eq!(p.read(), "no pid\n");
+    p.write(true, b"1").unwrap();
+    // A child of a listed task is added, a child of another is not.
+    assert!(p.follow_task(Some(1), 5));
+    assert!(!p.follow_task(Some(9), 6));
+    // Grandchildren follow too.
+    assert!(p.follow_task(Some(5), 7));
+    assert_eq!(p.read(), "1\n5\n7\n");
+    // Exits remove, whoever the task is; an unlisted one changes nothing.
+    assert!(p.follow_task(None, 5));
+    assert!(!p.follow_task(None, 6));
+    assert_eq!(p.read(), "1\n7\n");
+    assert!(p.follow_task(None, 7));
+    assert!(p.follow_task(None, 1));
+    // The last one gone: the list stays, empty, and traces no task (Linux
+    // keeps the list; `set_ftrace_pid` then reads empty).
+    assert_eq!(p.read(), "");
+    assert!(!p.is_empty());
+    assert!(!p.allows(1) && !p.allows(8));
+    assert!(!p.follow_task(Some(1), 8));
+    // Writing no pid removes the list.
+    p.write(false, b"").unwrap();
+    assert_eq!(p.read(), "no pid\n");
+    assert!(p.allows(8));
+}
+
 /// The cases of Linux's lib/globtest.c.
 #[test]
 fn glob_match_linux_selftest_cases() {

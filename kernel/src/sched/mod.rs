@@ -14,7 +14,8 @@
 //! - Ctrl-C is a signal ([`signal`]); [`wait_event_interruptible`] is the
 //!   wait that it interrupts.
 //! - Other subsystems (tracing) see scheduler events through hooks they
-//!   register ([`SCHED_PROCESS_FORK`], [`SCHED_SWITCH`], [`SCHED_TICK`]):
+//!   register ([`SCHED_PROCESS_FORK`], [`SCHED_PROCESS_EXIT`],
+//!   [`SCHED_SWITCH`], [`SCHED_TICK`]):
 //!   the scheduler never imports them.
 //!
 //! Locking: all scheduler state is touched with interrupts off. A task's
@@ -43,6 +44,9 @@ pub use wait::{wait_event_interruptible, WaitQueue};
 /// Called by [`spawn`] with the parent's pid and the new task, before it
 /// first runs (Linux: the sched_process_fork tracepoint).
 pub static SCHED_PROCESS_FORK: Hook<fn(Pid, &Task)> = Hook::new();
+/// Called by a task that exits, in its own context before it is marked dead
+/// (Linux: the sched_process_exit tracepoint).
+pub static SCHED_PROCESS_EXIT: Hook<fn(&Task)> = Hook::new();
 /// Called on every context switch with the previous and the next task,
 /// before the switch, interrupts off (Linux: the sched_switch tracepoint).
 pub static SCHED_SWITCH: Hook<fn(&Task, &Task)> = Hook::new();
@@ -388,6 +392,11 @@ extern "C" fn task_start(_arg: u64) -> ! {
 
 /// Ends the running task.
 pub fn exit_current() -> ! {
+    if let Some(t) = current() {
+        for probe in SCHED_PROCESS_EXIT.probes() {
+            probe(&*t);
+        }
+    }
     arch::without_interrupts(|| {
         if let Some(t) = current() {
             let _g = t.pi_lock.lock();

@@ -10,7 +10,6 @@
 //! the filter; the copy replaces the filter when the file is closed, and only
 //! if every write succeeded: a bad write changes nothing.
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use spin::{Lazy, Mutex};
@@ -330,24 +329,56 @@ fn install_filter(mut new: FtraceFilter) -> Result<(), Errno> {
     Err(e)
 }
 
-/// The pids of a filter, from its text (one per line, or `no pid`).
-fn pids_of(f: &PidFilter) -> Vec<i32> {
-    f.read()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
+/// Copies the pid list into [`PIDS`] for the callbacks; with a list (even
+/// an empty one) only the listed tasks are traced.
 fn pid_store_all(f: &PidFilter) {
-    let pids = pids_of(f);
-    for (slot, pid) in PIDS.iter().zip(
-        pids.iter()
-            .map(|&p| p as u32)
-            .chain(core::iter::repeat(u32::MAX)),
-    ) {
+    for (slot, pid) in PIDS
+        .iter()
+        .zip(f.pids().chain(core::iter::repeat(u32::MAX)))
+    {
         slot.store(pid, Ordering::Relaxed);
     }
-    set_func_slow(FUNC_PID_FILTER, !pids.is_empty());
+    set_func_slow(FUNC_PID_FILTER, !f.is_empty());
+}
+
+/// The `function-fork` rule for a fork (`parent` Some) or an exit (Linux:
+/// ftrace_pid_follow_sched_process_fork/_exit): the list follows the
+/// children of listed tasks and drops the tasks that exit. A child that
+/// does not fit the [`MAX_PIDS`] slots is not added (Linux's list can
+/// fail to grow the same way, on ENOMEM).
+fn ftrace_pid_follow(parent: Option<i32>, task: i32) {
+    let mut live = PID_FILTER.lock();
+    let mut new = live.clone();
+    if new.follow_task(parent, task) && new.pids().count() <= MAX_PIDS {
+        pid_store_all(&new);
+        *live = new;
+    }
+}
+
+fn ftrace_pid_follow_sched_process_fork(parent: crate::sched::Pid, child: &crate::sched::Task) {
+    ftrace_pid_follow(Some(parent as i32), child.pid as i32);
+}
+
+fn ftrace_pid_follow_sched_process_exit(task: &crate::sched::Task) {
+    ftrace_pid_follow(None, task.pid as i32);
+}
+
+/// The `function-fork` option changed (Linux: ftrace_pid_follow_fork):
+/// the fork and exit probes are registered while it is set.
+pub fn ftrace_pid_follow_fork(enable: bool) {
+    use crate::sched::{SCHED_PROCESS_EXIT, SCHED_PROCESS_FORK};
+    let result = if enable {
+        SCHED_PROCESS_FORK
+            .register(ftrace_pid_follow_sched_process_fork)
+            .and_then(|_| SCHED_PROCESS_EXIT.register(ftrace_pid_follow_sched_process_exit))
+    } else {
+        let fork = SCHED_PROCESS_FORK.unregister(ftrace_pid_follow_sched_process_fork);
+        let exit = SCHED_PROCESS_EXIT.unregister(ftrace_pid_follow_sched_process_exit);
+        fork.and(exit)
+    };
+    if let Err(e) = result {
+        println!("ftrace: function-fork: cannot update the scheduler probes: {e:?}");
+    }
 }
 
 fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
@@ -362,14 +393,17 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     });
     let edit = |f: &mut PidFilter, buf: &[u8]| {
         f.write(false, buf)?;
-        if pids_of(f).len() > MAX_PIDS {
+        if f.pids().count() > MAX_PIDS {
             return Err(Errno::ENOSPC);
         }
         Ok(())
     };
     let commit = |f: PidFilter| {
+        // Under the lock, so that a fork or exit followed meanwhile is not
+        // lost between the copy for the callbacks and the list.
+        let mut live = PID_FILTER.lock();
         pid_store_all(&f);
-        *PID_FILTER.lock() = f;
+        *live = f;
         Ok(())
     };
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))

@@ -646,8 +646,12 @@ pub static OPTIONS_CHANGED: crate::hook::Hook<fn()> = crate::hook::Hook::new();
 /// Applies side effects of an option change (Linux: set_tracer_flag).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
-    if let OptionId::Core(TraceOption::Overwrite) = change.id {
-        tr.buffer.set_overwrite(change.enabled);
+    match change.id {
+        OptionId::Core(TraceOption::Overwrite) => tr.buffer.set_overwrite(change.enabled),
+        OptionId::Core(TraceOption::FuncFork) if change.changed => {
+            super::functions::ftrace_pid_follow_fork(change.enabled)
+        }
+        _ => {}
     }
     for probe in OPTIONS_CHANGED.probes() {
         probe();
