@@ -511,6 +511,16 @@ impl GraphRetEntry {
     }
 }
 
+/// Linux's `TRACE_MARKER_MAX_SIZE`: a longer `trace_marker` write is cut to
+/// this first.
+pub const TRACE_MARKER_MAX_SIZE: usize = 4096;
+/// Linux's `FAULTED_STR` (`<faulted>`): the text stored when the user
+/// buffer faults. Nothing faults here, but a short event is sized so that
+/// it would fit, as in Linux.
+const FAULTED_SIZE: usize = "<faulted>".len();
+/// `sizeof(struct print_entry)` (header 8 + ip 8) plus `'\n'` and `'\0'`.
+const MARKER_META_SIZE: usize = PRINT_BUF_OFFSET + 2;
+
 /// `struct print_entry` (TRACE_PRINT): a `trace_marker` write or
 /// `trace_puts`-style message. `buf` excludes the terminating NUL.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -538,6 +548,32 @@ impl PrintEntry {
             ip,
             buf,
         }
+    }
+
+    /// How one `trace_marker` event takes a write of `len` bytes (Linux:
+    /// `tracing_mark_write` and `write_marker_to_buffer`, v6.9+): returns
+    /// `(cnt, size)`, the bytes of the text it takes and the payload size
+    /// to reserve. At most [`TRACE_MARKER_MAX_SIZE`] bytes are taken, and
+    /// fewer if the event would exceed `max_data`, the largest payload the
+    /// ring buffer accepts: the writer returns the short count and the
+    /// rest becomes the next event. A short text still reserves room for
+    /// `<faulted>`. `cnt` is 0 only for an empty write.
+    #[inline(always)]
+    pub fn marker_size(len: usize, max_data: usize) -> (usize, usize) {
+        let mut cnt = len.min(TRACE_MARKER_MAX_SIZE);
+        if cnt == 0 {
+            return (0, 0);
+        }
+        let mut size = cnt + MARKER_META_SIZE;
+        if size > max_data {
+            // Linux's "goto again" with ring_buffer_max_event_size().
+            cnt = max_data - MARKER_META_SIZE;
+            size = cnt + MARKER_META_SIZE;
+        }
+        if cnt < FAULTED_SIZE {
+            size += FAULTED_SIZE - cnt;
+        }
+        (cnt, size)
     }
 
     /// Bytes needed: header, ip, text and its NUL.
@@ -831,5 +867,32 @@ mod tests {
         let mut b = [0xffu8; 39];
         GraphRetEntry::encode_raw(&mut b, u64::MAX, 1, 2, 3, 4, 5);
         assert_eq!(b, [0; 39]);
+    }
+
+    /// The ring buffer's largest payload (4096-byte pages).
+    const MAX: usize = crate::ring_buffer::BUF_MAX_DATA_SIZE;
+
+    #[test]
+    fn marker_size_of_a_plain_write() {
+        // Header and ip (16), the text, '\n' and NUL.
+        assert_eq!(PrintEntry::marker_size(100, MAX), (100, 118));
+        assert_eq!(PrintEntry::marker_size(0, MAX), (0, 0));
+    }
+
+    #[test]
+    fn a_short_marker_keeps_room_for_faulted() {
+        assert_eq!(PrintEntry::marker_size(5, MAX), (5, 27));
+        assert_eq!(PrintEntry::marker_size(9, MAX), (9, 27));
+        assert_eq!(PrintEntry::marker_size(10, MAX), (10, 28));
+    }
+
+    #[test]
+    fn a_long_marker_is_cut_to_what_one_event_holds() {
+        assert_eq!(MAX, 4072);
+        assert_eq!(PrintEntry::marker_size(4096, MAX), (4054, 4072));
+        assert_eq!(PrintEntry::marker_size(4054, MAX), (4054, 4072));
+        assert_eq!(PrintEntry::marker_size(4055, MAX), (4054, 4072));
+        // With bigger sub-buffers the limit is TRACE_MARKER_MAX_SIZE.
+        assert_eq!(PrintEntry::marker_size(10_000, 8192), (4096, 4114));
     }
 }

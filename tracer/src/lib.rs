@@ -5,6 +5,8 @@
 
 extern crate alloc;
 pub mod bench;
+#[forbid(unsafe_code)]
+pub mod cmdlines;
 pub mod crc32;
 #[forbid(unsafe_code)]
 pub mod entry;

@@ -40,13 +40,6 @@ use super::trace::{self, global_trace, TraceArray};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
-/// Linux's `TRACE_MARKER_MAX_SIZE`: a longer write is cut to this first.
-pub const TRACE_MARKER_MAX_SIZE: usize = 4096;
-/// Linux's `FAULTED_STR`: the text stored when the user buffer faults. We
-/// never fault, but Linux sizes short events so this always fits.
-const FAULTED_SIZE: usize = "<faulted>".len();
-/// `sizeof(struct print_entry)` (header 8 + ip 8) plus `'\n'` and `'\0'`.
-const MARKER_META_SIZE: usize = 16 + 2;
 /// Heap kept free by a resize, so the rest of the kernel can still allocate.
 const RESIZE_HEAP_RESERVE: usize = 4 << 20;
 /// Linux's `trace_clock` write buffer (`char buf[64]`).
@@ -189,19 +182,9 @@ pub fn tracing_mark_write(tr: &TraceArray, text: &[u8]) -> Result<usize, Errno> 
     if !tr.options.lock().has(TraceOption::Markers) {
         return Err(Errno::EINVAL);
     }
-    let mut cnt = text.len().min(TRACE_MARKER_MAX_SIZE);
+    let (cnt, size) = PrintEntry::marker_size(text.len(), BUF_MAX_DATA_SIZE);
     if cnt == 0 {
         return Ok(0);
-    }
-    let mut size = cnt + MARKER_META_SIZE;
-    if size > BUF_MAX_DATA_SIZE {
-        // Linux's "goto again" with ring_buffer_max_event_size().
-        cnt = BUF_MAX_DATA_SIZE - MARKER_META_SIZE;
-        size = cnt + MARKER_META_SIZE;
-    }
-    // Room for "<faulted>" even in a short event, as Linux reserves it.
-    if cnt < FAULTED_SIZE {
-        size += FAULTED_SIZE - cnt;
     }
     let ip = tracing_mark_write as fn(&TraceArray, &[u8]) -> Result<usize, Errno> as usize as u64;
     crate::sched::preempt_disable();

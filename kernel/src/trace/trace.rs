@@ -11,9 +11,10 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use spin::{Mutex, Once};
+use tracer::cmdlines::SavedCmdlines;
 use tracer::entry::{IrqContext, TraceCtx, TraceEntry};
 use tracer::options::{TraceOptions, Tracer as TracerKind};
 use tracer::output::header::{BufferStats, LatencyInfo};
@@ -299,46 +300,25 @@ pub fn trace_wakeup_tick() {
     }
 }
 
-/// pid -> comm of tasks seen, kept after they exit (Linux: saved_cmdlines).
-static SAVED_CMDLINES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
-/// Linux's default `saved_cmdlines_size`.
-pub const SAVED_CMDLINES_SIZE: usize = 128;
-/// Linux's `PID_MAX_DEFAULT`, the largest `saved_cmdlines_size`.
-pub const PID_MAX_DEFAULT: usize = 0x8000;
-/// The current `saved_cmdlines_size` (Linux: `savedcmd->cmdline_num`).
-static SAVED_CMDLINES_NUM: AtomicUsize = AtomicUsize::new(SAVED_CMDLINES_SIZE);
+/// pid -> comm of tasks seen, kept after they exit (Linux: saved_cmdlines;
+/// the table and its eviction are `tracer::cmdlines`, host-tested).
+static SAVED_CMDLINES: Mutex<SavedCmdlines> = Mutex::new(SavedCmdlines::new());
 
 /// How many pid -> comm pairs are kept.
 pub fn saved_cmdlines_size() -> usize {
-    SAVED_CMDLINES_NUM.load(Ordering::Relaxed)
+    arch::without_interrupts(|| SAVED_CMDLINES.lock().size())
 }
 
 /// Sets `saved_cmdlines_size` (Linux: `tracing_resize_saved_cmdlines`):
 /// 0 or more than PID_MAX_DEFAULT is EINVAL. Linux starts a new, empty
 /// table; the saved names are dropped here too.
 pub fn set_saved_cmdlines_size(n: usize) -> Result<(), crate::fs::Errno> {
-    if n == 0 || n > PID_MAX_DEFAULT {
-        return Err(crate::fs::Errno::EINVAL);
-    }
-    arch::without_interrupts(|| {
-        let mut map = SAVED_CMDLINES.lock();
-        SAVED_CMDLINES_NUM.store(n, Ordering::Relaxed);
-        map.clear();
-    });
-    Ok(())
+    arch::without_interrupts(|| SAVED_CMDLINES.lock().resize(n))
 }
 
 /// Remembers a task's name for the trace output (Linux: trace_save_cmdline).
 pub fn trace_save_cmdline(pid: u32, comm: &str) {
-    arch::without_interrupts(|| {
-        let mut map = SAVED_CMDLINES.lock();
-        if map.len() >= saved_cmdlines_size() && !map.contains_key(&pid) {
-            if let Some(&oldest) = map.keys().next() {
-                map.remove(&oldest);
-            }
-        }
-        map.insert(pid, String::from(comm));
-    });
+    arch::without_interrupts(|| SAVED_CMDLINES.lock().save(pid, comm));
 }
 
 /// The saved pid -> comm pairs.
@@ -347,7 +327,7 @@ pub fn saved_cmdlines() -> Vec<(u32, String)> {
         SAVED_CMDLINES
             .lock()
             .iter()
-            .map(|(p, c)| (*p, c.clone()))
+            .map(|(p, c)| (p, String::from(c)))
             .collect()
     })
 }
