@@ -55,7 +55,11 @@ fn parse_line(l: &str) -> Result<(u32, String), String> {
         return Err("bad [CPU]".into());
     }
     let flags = rest.get(5..10).ok_or("short flags")?;
-    if !flags.chars().all(|c| ".dNnphHsz0123456789abcdef".contains(c)) || flags.len() != 5 {
+    if !flags
+        .chars()
+        .all(|c| ".dNnphHsz0123456789abcdef".contains(c))
+        || flags.len() != 5
+    {
         return Err(format!("bad flags {flags:?}"));
     }
     let after = rest.get(10..).ok_or("short")?;

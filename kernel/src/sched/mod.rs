@@ -394,7 +394,7 @@ extern "C" fn task_start(_arg: u64) -> ! {
 pub fn exit_current() -> ! {
     if let Some(t) = current() {
         for probe in SCHED_PROCESS_EXIT.probes() {
-            probe(&*t);
+            probe(&t);
         }
     }
     arch::without_interrupts(|| {
