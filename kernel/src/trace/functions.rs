@@ -271,6 +271,18 @@ fn set_func_options() {
     set_func_slow(FUNC_NO_REPEATS, flags & func_flags::NO_REPEATS != 0);
 }
 
+/// The trace array's option hook: function-fork starts or stops following
+/// forks, and the callback's copies of the options are refreshed.
+fn option_changed(change: &tracer::options::OptionChange) {
+    use tracer::options::{OptionId, TraceOption};
+    if let OptionId::Core(TraceOption::FuncFork) = change.id {
+        if change.changed {
+            ftrace_pid_follow_fork(change.enabled);
+        }
+    }
+    options_changed();
+}
+
 /// Called when an option changes: keeps the callback's copy current.
 pub fn options_changed() {
     set_func_options();
@@ -412,7 +424,7 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&FUNCTION_TRACE)?;
-    super::trace::OPTIONS_CHANGED.register(options_changed)?;
+    super::trace::OPTIONS_CHANGED.register(option_changed)?;
     tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| {
         regex_open(RegexFile::Filter, f)
     })?;

@@ -294,7 +294,7 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&GRAPH_TRACE)?;
-    super::trace::OPTIONS_CHANGED.register(options_changed)?;
+    super::trace::OPTIONS_CHANGED.register(|_| options_changed())?;
     tracefs::create_file(root, "set_graph_function", TRACE_MODE_WRITE, |f| {
         graph_file_open(GraphFile::Function, f)
     })?;

@@ -618,23 +618,21 @@ fn set_recording(on: bool) {
     }
 }
 
-/// Called after an option changed, for the tracers to refresh their copies
-/// of their options (the function and function_graph tracers register
-/// here; the trace array does not import them).
-pub static OPTIONS_CHANGED: crate::hook::Hook<fn()> = crate::hook::Hook::new();
+/// Called after an option changed, with the change, for the tracers to act
+/// on it and refresh their copies of their options (the function and
+/// function_graph tracers register here; the trace array does not import
+/// them).
+pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&tracer::options::OptionChange)> =
+    crate::hook::Hook::new();
 
 /// Applies side effects of an option change (Linux: set_tracer_flag).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
-    match change.id {
-        OptionId::Core(TraceOption::Overwrite) => tr.buffer.set_overwrite(change.enabled),
-        OptionId::Core(TraceOption::FuncFork) if change.changed => {
-            super::functions::ftrace_pid_follow_fork(change.enabled)
-        }
-        _ => {}
+    if let OptionId::Core(TraceOption::Overwrite) = change.id {
+        tr.buffer.set_overwrite(change.enabled);
     }
     for probe in OPTIONS_CHANGED.probes() {
-        probe();
+        probe(change);
     }
 }
 
