@@ -475,8 +475,172 @@ fn trace_cmd_report_matches_the_kernel_graph_trace() {
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
 }
 
-/// `ktrace record -p function_graph` end to end on 4 CPUs: every event decodes in trace-cmd, with symbol names, on
-/// every CPU, and the raw fields are the ones written (depths nest).
+/// One record of `trace-cmd report -R` for function_graph:
+/// `  sh-1  [000]  0.243764: funcgraph_entry:  func=f depth=0` (an exit
+/// has `funcgraph_exit:` and more fields after the depth).
+#[derive(Debug, Clone, PartialEq)]
+struct RawGraph {
+    task: String,
+    cpu: usize,
+    entry: bool,
+    func: String,
+    depth: i64,
+}
+
+fn parse_raw_graph(line: &str) -> Option<RawGraph> {
+    let (lb, open) = (line.find(" [")?, line.find("] ")?);
+    let task = line[..lb].trim().to_string();
+    let cpu = line[lb + 2..open].parse().ok()?;
+    let rest = &line[open + 2..];
+    let entry = if rest.contains(": funcgraph_entry: ") {
+        true
+    } else if rest.contains(": funcgraph_exit: ") {
+        false
+    } else {
+        return None;
+    };
+    let fields = rest.split_once(" func=")?.1;
+    let (func, fields) = fields.split_once(" depth=")?;
+    let depth = fields.split(' ').next()?.parse().ok()?;
+    Some(RawGraph {
+        task,
+        cpu,
+        entry,
+        func: func.to_string(),
+        depth,
+    })
+}
+
+/// What [`check_graph_depths`] saw.
+#[derive(Debug, Default, PartialEq)]
+struct DepthCheck {
+    /// Exits whose entry is not in the trace (entered before it began).
+    exits_without_entry: usize,
+    /// Entries whose exit is not in the trace, per task.
+    open_at_end: BTreeMap<String, usize>,
+    /// Times a task's events were followed, on its CPU, by another
+    /// task's while it had a call open (switched out mid-call).
+    interleaved: usize,
+}
+
+/// Checks function_graph depths as Linux defines them: the depth is the
+/// task's, not the CPU's (`current->curr_ret_depth`: an entry records
+/// `++curr_ret_depth`, an exit the depth of the frame it pops, then
+/// `curr_ret_depth--`). So, task by task in time order, each entry is one
+/// deeper than the calls the task has open and each exit closes the
+/// task's last open call: same depth, same function. On one CPU the
+/// tasks' events interleave wherever a task is switched out mid-call, so
+/// a per-CPU stack proves nothing. A trace may begin in the middle of
+/// calls (their exits come without entries, each one level shallower)
+/// and end in the middle of others; events lost inside a task's stretch
+/// are a mismatch.
+fn check_graph_depths(events: &[RawGraph]) -> Result<DepthCheck, String> {
+    /// A task's open calls (depth, func) and the depth its next entry must
+    /// have, once known from its first event.
+    type TaskState<'a> = (Vec<(i64, &'a str)>, Option<i64>);
+    let mut tasks: BTreeMap<&str, TaskState> = BTreeMap::new();
+    let mut last_on_cpu: BTreeMap<usize, &str> = BTreeMap::new();
+    let mut out = DepthCheck::default();
+    for (i, e) in events.iter().enumerate() {
+        if let Some(prev) = last_on_cpu.insert(e.cpu, &e.task) {
+            if prev != e.task && tasks.get(prev).is_some_and(|t| !t.0.is_empty()) {
+                out.interleaved += 1;
+            }
+        }
+        let (open, next) = tasks.entry(&e.task).or_default();
+        let here = format!("event {i}: {e:?}, open calls of the task: {open:?}");
+        if e.depth < 0 {
+            return Err(format!("negative depth at {here}"));
+        }
+        if e.entry {
+            if next.is_some_and(|n| n != e.depth) {
+                return Err(format!("entry depth, expected {next:?}, at {here}"));
+            }
+            open.push((e.depth, &e.func));
+            *next = Some(e.depth + 1);
+        } else {
+            if next.is_some_and(|n| n != e.depth + 1) {
+                let want = next.map(|n| n - 1);
+                return Err(format!("exit depth, expected {want:?}, at {here}"));
+            }
+            match open.pop() {
+                Some((d, f)) if d == e.depth && f == e.func => {}
+                Some(top) => return Err(format!("exit does not close {top:?}: {here}")),
+                None => out.exits_without_entry += 1,
+            }
+            *next = Some(e.depth);
+        }
+    }
+    for (task, (open, _)) in tasks {
+        if !open.is_empty() {
+            out.open_at_end.insert(task.to_string(), open.len());
+        }
+    }
+    Ok(out)
+}
+
+/// The depth check itself, on made-up events: tasks switched out
+/// mid-call and a trace that begins and ends inside calls pass; every
+/// kind of mismatch fails.
+#[test]
+fn graph_depths_are_checked_per_task() {
+    let ev = |task: &str, cpu, entry, func: &str, depth| RawGraph {
+        task: task.into(),
+        cpu,
+        entry,
+        func: func.into(),
+        depth,
+    };
+    // `a` is switched out in g, `b` runs on the same CPU, `a` goes on on
+    // another CPU: fine, though a per-CPU stack would pair a's exit of g
+    // (depth 1) with b's entry of h (depth 0).
+    let good = [
+        ev("a", 0, true, "f", 0),
+        ev("a", 0, true, "g", 1),
+        ev("b", 0, true, "h", 0),
+        ev("a", 1, false, "g", 1),
+        ev("b", 0, false, "h", 0),
+        ev("a", 1, false, "f", 0),
+    ];
+    let r = check_graph_depths(&good).unwrap();
+    assert_eq!((r.exits_without_entry, r.interleaved), (0, 1));
+    assert!(r.open_at_end.is_empty());
+    // The trace begins inside two calls and ends inside one.
+    let partial = [
+        ev("a", 0, false, "g", 1),
+        ev("a", 0, true, "k", 1),
+        ev("a", 0, false, "k", 1),
+        ev("a", 0, false, "f", 0),
+        ev("a", 0, true, "f", 0),
+    ];
+    let r = check_graph_depths(&partial).unwrap();
+    assert_eq!(r.exits_without_entry, 2);
+    assert_eq!(r.open_at_end, BTreeMap::from([("a".to_string(), 1)]));
+    // What must fail: an exit at another depth, an exit of another
+    // function, an entry at the wrong depth, a lost exit, a lost entry.
+    let mut bad_exit = good.to_vec();
+    bad_exit[3].depth = 2;
+    let mut wrong_func = good.to_vec();
+    wrong_func[3].func = "f".into();
+    let mut bad_entry = good.to_vec();
+    bad_entry[1].depth = 2;
+    let lost_exit = [&good[..3], &good[4..]].concat();
+    let lost_entry = [&good[..1], &good[2..]].concat();
+    for (what, evs) in [
+        ("exit depth", bad_exit),
+        ("exit function", wrong_func),
+        ("entry depth", bad_entry),
+        ("lost exit", lost_exit),
+        ("lost entry", lost_entry),
+    ] {
+        assert!(check_graph_depths(&evs).is_err(), "{what} not caught");
+    }
+}
+
+/// `ktrace record -p function_graph` end to end on 4 CPUs: every event
+/// decodes in trace-cmd, with symbol names, on every CPU, and the raw
+/// fields are the ones written: depths nest task by task, as Linux
+/// defines them ([`check_graph_depths`]).
 #[test]
 fn ktrace_record_function_graph() {
     let dat = scratch("graph.dat");
@@ -508,46 +672,39 @@ fn ktrace_record_function_graph() {
     let graph = parse_report_graph(&report);
     assert_eq!(graph.len(), 4, "events on every CPU");
     for (cpu, evs) in &graph {
-        // Every function is a symbol (no raw address), and exits close
-        // entries at the same depth.
-        let mut open: Vec<usize> = Vec::new();
+        // Every function is a symbol (no raw address), every exit has a
+        // duration.
         for e in evs {
             match e {
-                G::Entry(_, _, depth, f) => {
-                    assert!(f.starts_with("kernel::shell::work::"), "CPU {cpu}: {f}");
-                    open.push(*depth);
+                G::Entry(_, _, _, f) => {
+                    assert!(f.starts_with("kernel::shell::work::"), "CPU {cpu}: {f}")
                 }
-                G::Exit(_, _, depth, dur) => {
-                    assert!(!dur.is_empty());
-                    if let Some(d) = open.pop() {
-                        assert_eq!(d, *depth, "CPU {cpu}: exit depth");
-                    }
-                }
+                G::Exit(_, _, _, dur) => assert!(!dur.is_empty(), "CPU {cpu}: {e:?}"),
             }
         }
     }
-    // The raw fields: func is a symbol and depth a small number.
+    // The raw fields: func is a symbol and depth a small number; exits
+    // close the entries of their task at the same depth.
     let raw = trace_cmd(&["report", "-R", d]);
-    let mut n = 0;
-    for line in raw.lines().skip(1) {
-        let f = line
-            .split_once(" func=")
-            .map(|x| x.1)
-            .unwrap_or_else(|| panic!("{line}"));
-        assert!(f.starts_with("kernel::shell::work::"), "{line}");
-        let depth: u32 = f
-            .split(" depth=")
-            .nth(1)
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(depth < 64, "{line}");
-        n += 1;
+    let events: Vec<RawGraph> = raw
+        .lines()
+        .skip(1)
+        .map(|line| parse_raw_graph(line).unwrap_or_else(|| panic!("{line}")))
+        .collect();
+    for e in &events {
+        assert!(e.func.starts_with("kernel::shell::work::"), "{e:?}");
+        assert!(e.depth < 64, "{e:?}");
     }
-    assert!(n > 1000, "{n} events");
+    assert!(events.len() > 1000, "{} events", events.len());
+    let checked = check_graph_depths(&events).unwrap_or_else(|e| {
+        let keep = std::env::temp_dir().join(format!("graph-depth-{}.dat", std::process::id()));
+        let _ = std::fs::copy(&dat, &keep);
+        panic!("{e}\n(the trace is kept in {})", keep.display())
+    });
+    // Tracing is on before the command starts and off after it returns,
+    // and the run fits in the buffer: every call is there whole.
+    assert_eq!(checked.exits_without_entry, 0, "{checked:?}");
+    assert!(checked.open_at_end.is_empty(), "{checked:?}");
     let dump = Command::new("trace-cmd")
         .args(["dump", "--summary", "-i", d])
         .output()
