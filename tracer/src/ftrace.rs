@@ -243,15 +243,19 @@ mod tests {
     #[test]
     fn record_set_store_keeps_common_records_visible() {
         use std::sync::atomic::AtomicBool as Stop;
+        use std::sync::atomic::AtomicUsize;
         use std::sync::Arc;
         let in_a = |i: usize| i < 128 || i.is_multiple_of(2);
         let in_b = |i: usize| i < 128 || i.is_multiple_of(3);
         let s = Arc::new(RecordSet::new(256));
         s.store(in_a);
         let stop = Arc::new(Stop::new(false));
+        // Passes each reader has completed: the writer keeps storing until
+        // every reader has read the set many times while it changed.
+        let passes: Arc<[AtomicUsize; 2]> = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
         let readers: Vec<_> = (0..2)
-            .map(|_| {
-                let (s, stop) = (s.clone(), stop.clone());
+            .map(|r| {
+                let (s, stop, passes) = (s.clone(), stop.clone(), passes.clone());
                 std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         for i in 0..256 {
@@ -262,16 +266,19 @@ mod tests {
                             }
                         }
                         assert!(!s.is_empty());
+                        passes[r].fetch_add(1, Ordering::Relaxed);
                     }
                 })
             })
             .collect();
-        for round in 0..2000 {
+        let mut round = 0u64;
+        while round < 2000 || passes.iter().any(|p| p.load(Ordering::Relaxed) < 200) {
             if round % 2 == 0 {
                 s.store(in_b);
             } else {
                 s.store(in_a);
             }
+            round += 1;
         }
         stop.store(true, Ordering::Relaxed);
         for r in readers {
