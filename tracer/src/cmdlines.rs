@@ -16,6 +16,27 @@ pub const SAVED_CMDLINES_SIZE: usize = 128;
 /// Linux's `PID_MAX_DEFAULT`, the largest `saved_cmdlines_size`.
 pub const PID_MAX_DEFAULT: usize = 0x8000;
 
+/// EINVAL unless `n` is a valid `saved_cmdlines_size` (1 to
+/// [`PID_MAX_DEFAULT`]).
+pub fn check_size(n: usize) -> Result<(), Errno> {
+    if n == 0 || n > PID_MAX_DEFAULT {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Saves `comm` for `pid` in `map`, which keeps at most `size` pairs:
+/// a new pid in a full map first evicts the lowest pid (the table's rule,
+/// for a caller that keeps its own map).
+pub fn save_cmdline(map: &mut BTreeMap<u32, String>, size: usize, pid: u32, comm: &str) {
+    if map.len() >= size && !map.contains_key(&pid) {
+        if let Some(&oldest) = map.keys().next() {
+            map.remove(&oldest);
+        }
+    }
+    map.insert(pid, String::from(comm));
+}
+
 /// The saved pid -> comm pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SavedCmdlines {
@@ -47,9 +68,7 @@ impl SavedCmdlines {
     /// Sets the size and empties the table. 0 or more than
     /// [`PID_MAX_DEFAULT`] is EINVAL, and nothing changes.
     pub fn resize(&mut self, n: usize) -> Result<(), Errno> {
-        if n == 0 || n > PID_MAX_DEFAULT {
-            return Err(Errno::EINVAL);
-        }
+        check_size(n)?;
         self.size = n;
         self.map.clear();
         Ok(())
@@ -58,12 +77,7 @@ impl SavedCmdlines {
     /// Remembers `comm` for `pid`, evicting the lowest pid if the table is
     /// full and `pid` is new.
     pub fn save(&mut self, pid: u32, comm: &str) {
-        if self.map.len() >= self.size && !self.map.contains_key(&pid) {
-            if let Some(&oldest) = self.map.keys().next() {
-                self.map.remove(&oldest);
-            }
-        }
-        self.map.insert(pid, String::from(comm));
+        save_cmdline(&mut self.map, self.size, pid, comm);
     }
 
     /// The name saved for `pid`.

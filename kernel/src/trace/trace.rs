@@ -11,10 +11,9 @@
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
-use tracer::cmdlines::SavedCmdlines;
 use tracer::entry::{IrqContext, TraceCtx, TraceEntry};
 use tracer::options::{TraceOptions, Tracer as TracerKind};
 use tracer::output::header::{BufferStats, LatencyInfo};
@@ -301,24 +300,36 @@ pub fn trace_wakeup_tick() {
 }
 
 /// pid -> comm of tasks seen, kept after they exit (Linux: saved_cmdlines;
-/// the table and its eviction are `tracer::cmdlines`, host-tested).
-static SAVED_CMDLINES: Mutex<SavedCmdlines> = Mutex::new(SavedCmdlines::new());
+/// the eviction rule is `tracer::cmdlines`, host-tested).
+static SAVED_CMDLINES: Mutex<BTreeMap<u32, String>> = Mutex::new(BTreeMap::new());
+pub use tracer::cmdlines::SAVED_CMDLINES_SIZE;
+/// The current `saved_cmdlines_size` (Linux: `savedcmd->cmdline_num`).
+static SAVED_CMDLINES_NUM: AtomicUsize = AtomicUsize::new(SAVED_CMDLINES_SIZE);
 
 /// How many pid -> comm pairs are kept.
 pub fn saved_cmdlines_size() -> usize {
-    arch::without_interrupts(|| SAVED_CMDLINES.lock().size())
+    SAVED_CMDLINES_NUM.load(Ordering::Relaxed)
 }
 
 /// Sets `saved_cmdlines_size` (Linux: `tracing_resize_saved_cmdlines`):
 /// 0 or more than PID_MAX_DEFAULT is EINVAL. Linux starts a new, empty
 /// table; the saved names are dropped here too.
 pub fn set_saved_cmdlines_size(n: usize) -> Result<(), crate::fs::Errno> {
-    arch::without_interrupts(|| SAVED_CMDLINES.lock().resize(n))
+    tracer::cmdlines::check_size(n)?;
+    arch::without_interrupts(|| {
+        let mut map = SAVED_CMDLINES.lock();
+        SAVED_CMDLINES_NUM.store(n, Ordering::Relaxed);
+        map.clear();
+    });
+    Ok(())
 }
 
 /// Remembers a task's name for the trace output (Linux: trace_save_cmdline).
 pub fn trace_save_cmdline(pid: u32, comm: &str) {
-    arch::without_interrupts(|| SAVED_CMDLINES.lock().save(pid, comm));
+    arch::without_interrupts(|| {
+        let mut map = SAVED_CMDLINES.lock();
+        tracer::cmdlines::save_cmdline(&mut map, saved_cmdlines_size(), pid, comm);
+    });
 }
 
 /// The saved pid -> comm pairs.
@@ -327,7 +338,7 @@ pub fn saved_cmdlines() -> Vec<(u32, String)> {
         SAVED_CMDLINES
             .lock()
             .iter()
-            .map(|(p, c)| (p, String::from(c)))
+            .map(|(p, c)| (*p, c.clone()))
             .collect()
     })
 }
