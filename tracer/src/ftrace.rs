@@ -273,7 +273,7 @@ mod tests {
             .collect();
         let mut round = 0u64;
         while round < 2000 || passes.iter().any(|p| p.load(Ordering::Relaxed) < 200) {
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 s.store(in_b);
             } else {
                 s.store(in_a);

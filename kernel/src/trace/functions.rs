@@ -309,8 +309,7 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
         }
         c
     });
-    let edit =
-        move |f: &mut FtraceFilter, buf: &[u8]| Ok(f.write(file, false, buf, &RecordNames)?);
+    let edit = move |f: &mut FtraceFilter, buf: &[u8]| f.write(file, false, buf, &RecordNames);
     let commit = install_filter;
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }

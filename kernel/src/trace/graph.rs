@@ -280,7 +280,7 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
         }
         c
     });
-    let edit = |f: &mut GraphFilter, buf: &[u8]| Ok(f.write(false, buf, &RecordNames)?);
+    let edit = |f: &mut GraphFilter, buf: &[u8]| f.write(false, buf, &RecordNames);
     let commit = move |f: GraphFilter| {
         let (filter, hash) = graph_filter(kind);
         hash.get().store(|i| f.contains(i));
