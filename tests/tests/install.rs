@@ -80,11 +80,18 @@ fi"#
     }
 
     fn run(&self) -> Output {
+        self.run_with(&[], &[])
+    }
+
+    /// Runs the script with `args` and, besides the sandbox's PATH, `env`.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let script = tests::root().join("tests/install-deps.sh");
         Command::new(self.bin.join("bash"))
             .arg(script)
+            .args(args)
             .env_clear()
             .env("PATH", &self.bin)
+            .envs(env.iter().copied())
             .current_dir(&self.dir)
             .output()
             .unwrap()
@@ -191,14 +198,7 @@ fn honours_qemu_variable() {
     for cmd in ["trace-cmd", "cc"] {
         write_script(&sb.bin.join(cmd), "true");
     }
-    let script = tests::root().join("tests/install-deps.sh");
-    let out = Command::new(sb.bin.join("bash"))
-        .arg(script)
-        .env_clear()
-        .env("PATH", &sb.bin)
-        .env("QEMU", "my-qemu")
-        .output()
-        .unwrap();
+    let out = sb.run_with(&[], &[("QEMU", "my-qemu")]);
     assert!(
         out.status.success(),
         "{}",
@@ -211,14 +211,7 @@ fn honours_qemu_variable() {
 fn boot_mode_leaves_out_trace_cmd() {
     // qemu.sh's `--boot`: what building and booting need, not trace-cmd.
     let sb = Sandbox::new("boot", 0, None);
-    let script = tests::root().join("tests/install-deps.sh");
-    let out = Command::new(sb.bin.join("bash"))
-        .arg(script)
-        .arg("--boot")
-        .env_clear()
-        .env("PATH", &sb.bin)
-        .output()
-        .unwrap();
+    let out = sb.run_with(&["--boot"], &[]);
     assert!(
         out.status.success(),
         "{}",
