@@ -111,16 +111,24 @@ fn record_in_kernel(com2: &Path, dat: &Path) -> String {
     k.run("echo function > /tracing/current_tracer");
     let out = k.run("work compute 2");
     assert!(out.contains("result"), "{out}");
-    k.run("echo 0 > /tracing/tracing_on");
-    let trace = k.run_with_timeout("cat /tracing/trace", Duration::from_secs(300));
-    let summary = k.run_with_timeout("trace-export", Duration::from_secs(300));
+    let (trace, summary) = export_and_extract(k, com2, dat);
     assert!(
         summary.contains("trace-export:") && summary.contains("cpu3:"),
         "{summary}"
     );
+    trace
+}
+
+/// Stops recording, reads the kernel's `trace`, sends the buffers to the
+/// host (`trace-export`, on the COM2 file `com2`), powers off and converts
+/// the capture into `dat` with `ktrace extract`. Returns the `trace` text and
+/// trace-export's summary.
+fn export_and_extract(mut k: Kernel, com2: &Path, dat: &Path) -> (String, String) {
+    k.run("echo 0 > /tracing/tracing_on");
+    let trace = k.run_with_timeout("cat /tracing/trace", Duration::from_secs(300));
+    let summary = k.run_with_timeout("trace-export", Duration::from_secs(300));
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
-
     let r = Command::new(ktrace_bin())
         .args(["extract", "-i"])
         .arg(com2)
@@ -133,7 +141,7 @@ fn record_in_kernel(com2: &Path, dat: &Path) -> String {
         "ktrace extract: {}",
         String::from_utf8_lossy(&r.stderr)
     );
-    trace
+    (trace, summary)
 }
 
 #[test]
@@ -407,24 +415,8 @@ fn trace_cmd_report_matches_the_kernel_graph_trace() {
     }
     let out = k.run("work compute 1");
     assert!(out.contains("4 cpus"), "{out}");
-    k.run("echo 0 > /tracing/tracing_on");
-    let trace = k.run_with_timeout("cat /tracing/trace", Duration::from_secs(300));
-    let summary = k.run_with_timeout("trace-export", Duration::from_secs(300));
+    let (trace, summary) = export_and_extract(k, &com2, &dat);
     assert!(summary.contains("cpu3:"), "{summary}");
-    k.send(b"poweroff\n");
-    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
-    let r = Command::new(ktrace_bin())
-        .args(["extract", "-i"])
-        .arg(&com2)
-        .arg("-o")
-        .arg(&dat)
-        .output()
-        .unwrap();
-    assert!(
-        r.status.success(),
-        "ktrace extract: {}",
-        String::from_utf8_lossy(&r.stderr)
-    );
     assert!(
         trace.contains("TIME        CPU  TASK/PID"),
         "abstime/proc columns missing:\n{}",
@@ -730,20 +722,8 @@ fn trace_cmd_reads_func_repeats() {
         let out = k.run(&format!("calltree {n}"));
         assert!(out.contains(&format!("calltree: {n} iterations")), "{out}");
     }
-    k.run("echo 0 > /tracing/tracing_on");
-    let trace = k.run("cat /tracing/trace");
-    let summary = k.run_with_timeout("trace-export", Duration::from_secs(300));
+    let (trace, summary) = export_and_extract(k, &com2, &dat);
     assert!(summary.contains("trace-export:"), "{summary}");
-    k.send(b"poweroff\n");
-    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
-    let r = Command::new(ktrace_bin())
-        .args(["extract", "-i"])
-        .arg(&com2)
-        .arg("-o")
-        .arg(&dat)
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
 
     // The kernel's line: `... calltree_root <-parent (repeats: 9, last_ts: T)`.
     let kline = trace
