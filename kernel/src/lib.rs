@@ -10,6 +10,7 @@ pub mod console;
 pub mod arch;
 pub mod fs;
 pub mod hook;
+pub mod jump_label;
 pub mod kallsyms;
 pub mod mm;
 pub mod sched;

@@ -26,3 +26,4 @@ pub mod options;
 pub mod output;
 pub mod repeats;
 pub mod ring_buffer;
+pub mod trace_events;

@@ -1,0 +1,144 @@
+//! The `sched` system (Linux: include/trace/events/sched.h).
+
+/// `TASK_REPORT_MAX`: the bit Linux sets in `prev_state` for a task that
+/// was preempted while runnable (printed as a `+`).
+pub const TASK_REPORT_MAX: i64 = 0x100;
+
+/// The state letters of `sched_switch`'s `prev_state`
+/// (`__print_flags(..., "|", { 0x01, "S" }, ...)`).
+pub const TASK_STATE_NAMES: [(i64, &str); 8] = [
+    (0x01, "S"),
+    (0x02, "D"),
+    (0x04, "T"),
+    (0x08, "t"),
+    (0x10, "X"),
+    (0x20, "Z"),
+    (0x40, "P"),
+    (0x80, "I"),
+];
+
+/// `prev_state=%s%s` of sched_switch.
+pub fn write_prev_state(out: &mut crate::output::seq::TraceSeq, state: i64) {
+    let bits = state & (TASK_REPORT_MAX - 1);
+    if bits == 0 {
+        out.push('R');
+    } else {
+        crate::trace_events::print_flags(out, bits as u64, "|", &TASK_STATE_NAMES_U64);
+    }
+    if state & TASK_REPORT_MAX != 0 {
+        out.push('+');
+    }
+}
+
+const TASK_STATE_NAMES_U64: [(u64, &str); 8] = {
+    let mut t = [(0u64, ""); 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i] = (TASK_STATE_NAMES[i].0 as u64, TASK_STATE_NAMES[i].1);
+        i += 1;
+    }
+    t
+};
+
+/// The declarations of the `sched` system, handed to `$stage`.
+#[macro_export]
+macro_rules! sched_events {
+    ($stage:ident) => {
+        $stage! {
+            system: sched;
+
+            /// A task is switched out and another in (`__schedule`).
+            event sched_switch, id 300,
+            (preempt: bool, prev: &$crate::trace_events::TaskInfo, next: &$crate::trace_events::TaskInfo, prev_state: u32) {
+                struct {
+                    prev_comm: [u8; 16] = "char",
+                    prev_pid: i32 = "pid_t",
+                    prev_prio: i32 = "int",
+                    prev_state: i64 = "long",
+                    next_comm: [u8; 16] = "char",
+                    next_pid: i32 = "pid_t",
+                    next_prio: i32 = "int",
+                }
+                assign {
+                    prev_comm: prev.comm,
+                    prev_pid: prev.pid,
+                    prev_prio: prev.prio,
+                    prev_state: if preempt {
+                        $crate::trace_events::sched::TASK_REPORT_MAX
+                    } else {
+                        prev_state as i64
+                    },
+                    next_comm: next.comm,
+                    next_pid: next.pid,
+                    next_prio: next.prio,
+                }
+                print_fmt: "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d\", REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1), \"|\", { 0x00000001, \"S\" }, { 0x00000002, \"D\" }, { 0x00000004, \"T\" }, { 0x00000008, \"t\" }, { 0x00000010, \"X\" }, { 0x00000020, \"Z\" }, { 0x00000040, \"P\" }, { 0x00000080, \"I\" }) : \"R\", REC->prev_state & (((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) ? \"+\" : \"\", REC->next_comm, REC->next_pid, REC->next_prio";
+                print(e, out, syms) {
+                    let _ = write!(
+                        out,
+                        "prev_comm={} prev_pid={} prev_prio={} prev_state=",
+                        $crate::trace_events::comm_str(&e.prev_comm),
+                        e.prev_pid,
+                        e.prev_prio
+                    );
+                    $crate::trace_events::sched::write_prev_state(out, e.prev_state);
+                    let _ = write!(
+                        out,
+                        " ==> next_comm={} next_pid={} next_prio={}",
+                        $crate::trace_events::comm_str(&e.next_comm),
+                        e.next_pid,
+                        e.next_prio
+                    );
+                }
+            }
+
+            /// A task was woken (`ttwu_do_wakeup`).
+            event sched_wakeup, id 301,
+            (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
+                struct {
+                    comm: [u8; 16] = "char",
+                    pid: i32 = "pid_t",
+                    prio: i32 = "int",
+                    target_cpu: i32 = "int",
+                }
+                assign {
+                    comm: p.comm,
+                    pid: p.pid,
+                    prio: p.prio,
+                    target_cpu: target_cpu,
+                }
+                print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
+                print(e, out, syms) {
+                    let _ = write!(
+                        out,
+                        "comm={} pid={} prio={} target_cpu={:03}",
+                        $crate::trace_events::comm_str(&e.comm),
+                        e.pid,
+                        e.prio,
+                        e.target_cpu
+                    );
+                }
+            }
+        }
+    };
+}
+
+use crate::define_event_records;
+sched_events!(define_event_records);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace_events::{comm_bytes, comm_str};
+
+    #[test]
+    fn prev_state_text() {
+        let mut s = crate::output::seq::TraceSeq::new();
+        write_prev_state(&mut s, 0);
+        write_prev_state(&mut s, 1);
+        write_prev_state(&mut s, 0x100);
+        write_prev_state(&mut s, 0x3);
+        assert_eq!(s.as_str().unwrap(), "RSR+S|D");
+        let _ = comm_str(&comm_bytes("sh"));
+    }
+}
