@@ -267,6 +267,26 @@ macro_rules! define_event_records {
                     }
                 }
 
+                /// Bytes the record of these arguments takes in the ring
+                /// buffer (the fixed part plus any dynamic data).
+                #[inline(always)]
+                pub fn size($($arg: $argty),*) -> usize {
+                    core::mem::size_of::<Record>()
+                }
+
+                /// Writes the record of these arguments into `buf` (a
+                /// reservation of `size(..)` bytes), behind the common
+                /// header `common`.
+                #[inline(always)]
+                pub fn write(buf: &mut [u8], common: u64, $($arg: $argty),*) {
+                    let rec = assign(common, $($arg),*);
+                    assert!(buf.len() >= core::mem::size_of::<Record>());
+                    // SAFETY: `buf` holds at least size_of::<Record>()
+                    // bytes (checked); the write is unaligned because the
+                    // ring buffer aligns records to 4 bytes only.
+                    unsafe { core::ptr::write_unaligned(buf.as_mut_ptr() as *mut Record, rec) };
+                }
+
                 pub const FIELDS: &[EventField] = &[
                     $(EventField {
                         ty: $cty,

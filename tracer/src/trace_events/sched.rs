@@ -129,7 +129,8 @@ sched_events!(define_event_records);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace_events::{comm_bytes, comm_str};
+    use crate::trace_events::{comm_bytes, comm_str, TaskInfo};
+    use alloc::vec;
 
     #[test]
     fn prev_state_text() {
@@ -140,5 +141,34 @@ mod tests {
         write_prev_state(&mut s, 0x3);
         assert_eq!(s.as_str().unwrap(), "RSR+S|D");
         let _ = comm_str(&comm_bytes("sh"));
+    }
+
+    #[test]
+    fn write_then_print_is_linuxs_text() {
+        let prev = TaskInfo {
+            comm: comm_bytes("sh"),
+            pid: 1,
+            prio: 120,
+        };
+        let next = TaskInfo {
+            comm: comm_bytes("swapper/1"),
+            pid: 0,
+            prio: 120,
+        };
+        let mut buf = vec![0u8; sched_switch::size(false, &prev, &next, 1)];
+        sched_switch::write(&mut buf, 300 | (1 << 32), false, &prev, &next, 1);
+        assert_eq!(u16::from_le_bytes([buf[0], buf[1]]), 300);
+        let mut out = crate::output::seq::TraceSeq::new();
+        struct NoSyms;
+        impl crate::output::config::SymbolResolver for NoSyms {
+            fn lookup(&self, _: u64) -> Option<(&str, u64, u64)> {
+                None
+            }
+        }
+        (sched_switch::CALL.print)(&buf, &mut out, &NoSyms);
+        assert_eq!(
+            out.as_str().unwrap(),
+            "prev_comm=sh prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120"
+        );
     }
 }
