@@ -907,8 +907,52 @@ impl GraphFilter {
     }
 }
 
+/// The kernel's `isspace()`: space, `\t`, `\n`, `\v`, `\f`, `\r`, and 0xA0
+/// (no-break space in the kernel's Latin-1 `ctype` table).
+pub const fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | 0xa0)
+}
+
+/// The tokens of a write, as Linux's `trace_get_user()` cuts them for
+/// `set_event` and the pid files: runs of
+/// non-space bytes (a NUL ends a token too); a token longer than `max`
+/// bytes is `EINVAL`, and nothing after it is read.
+pub struct UserTokens<'a> {
+    input: &'a [u8],
+    pos: usize,
+    max: usize,
+}
+
+/// The tokens of `input`, each at most `max` bytes.
+pub fn user_tokens(input: &[u8], max: usize) -> UserTokens<'_> {
+    UserTokens { input, pos: 0, max }
+}
+
+impl<'a> Iterator for UserTokens<'a> {
+    type Item = Result<&'a [u8], Errno>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let sep = |c: u8| is_space(c) || c == 0;
+        let rest = &self.input[self.pos.min(self.input.len())..];
+        let start = rest.iter().position(|&c| !sep(c))?;
+        let len = rest[start..]
+            .iter()
+            .position(|&c| sep(c))
+            .unwrap_or(rest.len() - start);
+        if len > self.max {
+            self.pos = self.input.len();
+            return Some(Err(Errno::EINVAL));
+        }
+        self.pos += start + len;
+        Some(Ok(&rest[start..start + len]))
+    }
+}
+
 /// Largest pid the pid list can hold (`pid_list.c`: `MAX_PID`, 2^30).
 pub const PID_LIST_MAX: u64 = 1 << 30;
+
+/// Longest number in a pid list write (Linux: `PID_BUF_SIZE`).
+pub const PID_BUF_SIZE: usize = 127;
 
 /// `set_ftrace_pid` / `set_ftrace_notrace_pid` (`trace_pid_write()`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -926,22 +970,25 @@ impl PidFilter {
     }
 
     /// A write: whitespace-separated numbers (`kstrtoul` base 0, so `0x10`
-    /// and octal `010` work). All or nothing: a bad number is `EINVAL`, a
-    /// pid that does not fit the list `EPERM` (Linux returns -1), and the
-    /// list is unchanged. A write with no number clears the list (Linux
-    /// frees it when no pid was added).
+    /// and octal `010` work) of at most 127 characters each. All or
+    /// nothing: a bad number is `EINVAL`, a pid that does not fit the list
+    /// `EPERM` (Linux returns -1), and the list is unchanged. The number
+    /// is cast to `pid_t` first, so `4294967296` is pid 0, as on Linux.
+    /// A write that leaves no pid at all removes the list (Linux frees the
+    /// new list when it counted no pid, the ones kept from the old list
+    /// included): `echo > file` clears, `echo >> file` keeps the list.
     pub fn write(&mut self, truncate: bool, input: &[u8]) -> Result<(), Errno> {
         let mut new = if truncate {
             BTreeSet::new()
         } else {
             self.pids.clone()
         };
-        let mut nr = 0;
-        for tok in tokens(input)? {
-            let v = parse_kstrtoul(tok.as_bytes(), 0).map_err(|_| Errno::EINVAL)?;
+        let mut nr = new.len();
+        for tok in user_tokens(input, PID_BUF_SIZE) {
+            let v = parse_kstrtoul(tok?, 0).map_err(|_| Errno::EINVAL)?;
             // pid_t cast, then unsigned compare against the list's limit.
             let pid = v as u32;
-            if v > u32::MAX as u64 || pid as u64 >= PID_LIST_MAX {
+            if pid as u64 >= PID_LIST_MAX {
                 return Err(Errno::EPERM);
             }
             new.insert(pid);

@@ -570,9 +570,15 @@ fn pid_filter() {
         Err(Errno::EINVAL)
     );
     assert_eq!(p, before);
-    // A write with no pid empties the list (Linux frees it).
+    // An append of no pid keeps the list (Linux 6.1: `echo >>
+    // set_ftrace_pid` changes nothing); `>` of no pid removes it.
     p.write(false, b"\n").unwrap();
+    assert_eq!(p.read(), "7\n");
+    p.write(true, b"\n").unwrap();
     assert_eq!(p.read(), "no pid\n");
+    // The number is cast to pid_t: 2^32 + 5 is pid 5, as on Linux.
+    p.write(false, b"4294967301").unwrap();
+    assert_eq!(p.read(), "5\n");
 }
 
 /// function-fork: children of listed tasks join the list, exiting tasks
@@ -602,7 +608,8 @@ fn pid_filter_follows_forks_and_exits() {
     assert!(!p.is_empty());
     assert!(!p.allows(1) && !p.allows(8));
     assert!(!p.follow_task(Some(1), 8));
-    // Writing no pid removes the list.
+    // Writing no pid to the empty list removes it (Linux counts no pid,
+    // kept or new, and frees the list).
     p.write(false, b"").unwrap();
     assert_eq!(p.read(), "no pid\n");
     assert!(p.allows(8));

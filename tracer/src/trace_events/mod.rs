@@ -33,6 +33,7 @@ use crate::output::config::SymbolResolver;
 use crate::output::seq::TraceSeq;
 
 pub mod sched;
+pub mod set_event;
 
 /// What an event record needs to know about a task (the parts of
 /// `task_struct` that Linux's sched events copy).
