@@ -19,6 +19,7 @@ pub mod sched;
 pub mod shell;
 pub mod time;
 pub mod trace;
+pub mod trace_printk;
 
 use alloc::string::String;
 use core::panic::PanicInfo;

@@ -760,3 +760,78 @@ fn trace_cmd_reads_func_repeats() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
 }
+
+/// `trace_printk!` (the `trace_printk` shell command calls it from
+/// `trace_printk_demo`): its messages are `print` events named after the
+/// calling function, in `trace` and in trace-cmd's report alike; without a
+/// trailing newline the next event continues the line in `trace`, as in
+/// Linux; with the `trace_printk` option off, or tracing off, nothing is
+/// recorded.
+#[test]
+fn trace_printk_in_trace_and_trace_cmd() {
+    let com2 = scratch("printk.com2");
+    let dat = scratch("printk.dat");
+    let com2_arg = format!("file:{}", com2.display());
+    let mut k = Kernel::boot(&["--smp", "2", "--", "-serial", &com2_arg]);
+    for (cmd, want) in [
+        ("trace_printk 3", "trace_printk: 3 messages"),
+        ("trace_printk -n 2", "trace_printk: 2 messages"),
+        ("echo mark > /tracing/trace_marker", ""),
+        // Not recorded: the option off (the static key), then tracing off.
+        ("echo notrace_printk > /tracing/trace_options", ""),
+        ("trace_printk 7", "trace_printk: 7 messages"),
+        ("echo trace_printk > /tracing/trace_options", ""),
+        ("echo 0 > /tracing/tracing_on", ""),
+        ("trace_printk 8", "trace_printk: 8 messages"),
+        ("echo 1 > /tracing/tracing_on", ""),
+        ("trace_printk 1", "trace_printk: 1 messages"),
+        ("trace_printk x", "trace_printk: invalid number 'x'"),
+    ] {
+        let out = k.run(cmd);
+        assert!(out.contains(want), "{cmd}: {out}");
+    }
+    let opts = k.run("cat /tracing/options/trace_printk");
+    assert!(opts.contains('1'), "{opts}");
+    let (trace, _) = export_and_extract(k, &com2, &dat);
+
+    let caller = "kernel::shell::printk::trace_printk_demo: trace_printk demo: ";
+    assert_eq!(trace.matches(caller).count(), 6, "{trace}");
+    for i in 0..3 {
+        let sq = i * i;
+        let want = format!("{caller}i={i} of 3 square={sq:#x}\n");
+        assert!(trace.contains(&want), "no {want:?} in\n{trace}");
+    }
+    assert!(trace.contains(&format!("{caller}i=0 of 1 square=0x0\n")));
+    assert!(
+        !trace.contains(" of 7") && !trace.contains(" of 8"),
+        "{trace}"
+    );
+    // No newline: the next record starts on the same line.
+    let joined = trace
+        .lines()
+        .find(|l| l.contains("i=0 of 2 (no newline)"))
+        .unwrap_or_else(|| panic!("{trace}"));
+    assert!(
+        joined.contains("i=1 of 2 (no newline)") && joined.ends_with("tracing_mark_write: mark"),
+        "{joined}"
+    );
+
+    // trace-cmd: one line per record, each one found in the kernel's text
+    // with the same time stamp and text.
+    let report = trace_cmd(&["report", dat.to_str().unwrap()]);
+    assert!(!report.contains("FAILED TO PARSE"), "{report}");
+    let prints: Vec<&str> = report.lines().filter(|l| l.contains(" print: ")).collect();
+    assert_eq!(prints.len(), 7, "{report}");
+    for line in &prints {
+        let (head, body) = line.split_once(" print: ").unwrap();
+        let ts = head.rsplit(' ').next().unwrap().trim_end_matches(':');
+        let want = format!("{ts}: {}", body.trim_start());
+        assert!(trace.contains(&want), "{want:?} not in\n{trace}");
+        assert!(head.trim_start().starts_with("sh-1 "), "{line}");
+    }
+    assert_eq!(
+        prints.iter().filter(|l| l.contains(caller)).count(),
+        6,
+        "{report}"
+    );
+}

@@ -581,6 +581,33 @@ impl PrintEntry {
         PRINT_BUF_OFFSET + self.buf.len() + 1
     }
 
+    /// The payload size of a `trace_printk` event of `len` bytes of text
+    /// (Linux `__trace_array_vprintk`: `sizeof(*entry) + len + 1`).
+    #[inline(always)]
+    pub const fn printk_size(len: usize) -> usize {
+        PRINT_BUF_OFFSET + len + 1
+    }
+
+    /// Writes a print record from the packed header word (the kernel's
+    /// `trace_entry_word`), `ip` and `text` into `buf`, without building a
+    /// `PrintEntry` (no allocation inside a ring-buffer reservation): the
+    /// bytes of [`PrintEntry::encode`] (host-tested), then zeros to the
+    /// end of `buf`. The text is taken as it is: unlike `trace_marker`,
+    /// `trace_printk` adds no `'\n'` (Linux neither). A `buf` shorter than
+    /// [`printk_size`](Self::printk_size) of the text is zeroed instead.
+    #[inline(always)]
+    pub fn encode_raw(buf: &mut [u8], header: u64, ip: u64, text: &[u8]) {
+        let n = Self::printk_size(text.len());
+        if buf.len() < n {
+            buf.fill(0);
+            return;
+        }
+        buf[0..8].copy_from_slice(&header.to_le_bytes());
+        buf[8..16].copy_from_slice(&ip.to_le_bytes());
+        buf[PRINT_BUF_OFFSET..n - 1].copy_from_slice(text);
+        buf[n - 1..].fill(0);
+    }
+
     /// Decodes the record; the text ends at the first NUL or at the end of
     /// the payload (the ring buffer pads records to 4 bytes).
     pub fn decode(buf: &[u8]) -> Result<Self, EntryError> {
@@ -854,6 +881,36 @@ mod tests {
             prop_assert_eq!(x, y);
             prop_assert_eq!(GraphRetEntry::decode(&y).unwrap(), r);
         }
+
+        /// `trace_printk`'s writer: the reservation of `printk_size` bytes
+        /// (padded to 4 by the ring buffer, stale bytes in it) ends up
+        /// holding the bytes `PrintEntry::encode` writes, text kept as it
+        /// is (no `'\n'` added), and decodes back.
+        #[test]
+        fn print_encode_raw_writes_what_encode_writes(
+            flags: u8, pc: u8, pid: i32, ip: u64,
+            text in proptest::collection::vec(1u8..=255, 0..200), pad in 0usize..4
+        ) {
+            let p = PrintEntry { ent: ent(TRACE_PRINT, flags, pc, pid), ip, buf: text.clone() };
+            let n = PrintEntry::printk_size(text.len());
+            prop_assert_eq!(n, p.encoded_len());
+            let mut x = vec![0u8; n + pad];
+            p.encode(&mut x).unwrap();
+            let mut y = vec![0x55u8; n + pad];
+            PrintEntry::encode_raw(&mut y, TraceEntry::pack(TRACE_PRINT, flags, pc, pid), ip, &text);
+            prop_assert_eq!(&x, &y);
+            prop_assert_eq!(PrintEntry::decode(&y).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn print_encode_raw_zeroes_a_short_slice() {
+        let mut b = [0xffu8; 20];
+        PrintEntry::encode_raw(&mut b, u64::MAX, 1, b"abcd");
+        assert_eq!(b, [0; 20]);
+        let mut b = [0xffu8; 21];
+        PrintEntry::encode_raw(&mut b, 0, 1, b"abcd");
+        assert_eq!(&b[16..], b"abcd\0");
     }
 
     #[test]

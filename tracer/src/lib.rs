@@ -24,6 +24,8 @@ pub mod kallsyms;
 pub mod options;
 #[forbid(unsafe_code)]
 pub mod output;
+#[forbid(unsafe_code)]
+pub mod printk;
 pub mod repeats;
 pub mod ring_buffer;
 pub mod trace_events;

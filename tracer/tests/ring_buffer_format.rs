@@ -330,13 +330,18 @@ fn iterator_does_not_consume_and_pauses_recording() {
 #[test]
 fn record_switches_and_reset() {
     let rb = RingBuffer::new(2, 4080).unwrap();
+    assert!(rb.record_is_on());
     rb.record_off();
+    assert!(!rb.record_is_on());
     // SAFETY (all writes): single-threaded test.
     assert!(!unsafe { rb.write(0, 1, b"x") });
     rb.record_on();
+    assert!(rb.record_is_on());
     rb.record_disable();
+    assert!(!rb.record_is_on());
     assert!(!unsafe { rb.write(0, 1, b"x") });
     rb.record_enable();
+    assert!(rb.record_is_on());
     assert!(unsafe { rb.write(0, 1, b"x") });
     assert!(unsafe { rb.write(1, 2, b"y") });
     rb.record_disable_cpu(1);

@@ -12,6 +12,7 @@
 mod commands;
 pub mod parse;
 pub mod pipe;
+mod printk;
 mod ringbuf;
 mod work;
 

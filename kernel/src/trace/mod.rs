@@ -11,6 +11,7 @@ pub mod ftrace;
 pub mod functions;
 pub mod global_ops;
 pub mod graph;
+pub mod printk;
 pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
@@ -27,7 +28,8 @@ pub fn init() {
         .and_then(|_| buffer_files::init(&root))
         .and_then(|_| functions::init(&root))
         .and_then(|_| graph::init(&root))
-        .and_then(|_| export::init_tracefs(&root));
+        .and_then(|_| export::init_tracefs(&root))
+        .and_then(|_| printk::init());
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }

@@ -369,6 +369,14 @@ impl RingBuffer {
             .fetch_and(!RB_BUFFER_OFF, Ordering::SeqCst);
     }
 
+    /// `ring_buffer_record_is_on`: true unless recording is off
+    /// (`tracing_on` 0) or disabled (a `record_disable` not yet undone).
+    /// A writer may check it before doing work for an event that would
+    /// not be recorded; the reservation checks again.
+    pub fn record_is_on(&self) -> bool {
+        self.record_disabled.load(Ordering::Relaxed) == 0
+    }
+
     /// `ring_buffer_record_disable_cpu`.
     pub fn record_disable_cpu(&self, cpu: usize) {
         if let Some(c) = self.cpu(cpu) {

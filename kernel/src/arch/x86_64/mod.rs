@@ -84,6 +84,17 @@ pub fn exit_qemu(code: u32) -> ! {
     }
 }
 
+/// An address inside the function this is inlined into (Linux:
+/// `_THIS_IP_`): `trace_printk!` records it so that the message prints with
+/// its caller's name. Always inlined, so the address is the caller's.
+#[inline(always)]
+pub fn this_ip() -> u64 {
+    let ip: u64;
+    // SAFETY: reads the instruction pointer only.
+    unsafe { asm!("lea {}, [rip]", out(reg) ip, options(nomem, nostack, preserves_flags)) };
+    ip
+}
+
 /// Reads the time-stamp counter.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
