@@ -23,10 +23,14 @@ fn without_id(s: &str) -> String {
         .collect()
 }
 
+/// The systems this kernel adds where Linux has none; their format files
+/// are ours and checked in `own_format_files`.
+const OWN_SYSTEMS: [&str; 2] = ["vfs", "shell"];
+
 #[test]
 fn format_files_are_linuxs() {
     let mut checked = 0;
-    for e in all_events() {
+    for e in all_events().filter(|e| !OWN_SYSTEMS.contains(&e.system)) {
         let want = linux_format(e.system, e.name)
             .unwrap_or_else(|| panic!("no Linux text for {}:{}", e.system, e.name));
         let got = e.format_file();
@@ -34,7 +38,7 @@ fn format_files_are_linuxs() {
         assert_eq!(without_id(&got), want, "{}:{}", e.system, e.name);
         checked += 1;
     }
-    assert!(checked >= 2);
+    assert_eq!(checked, 17);
 }
 
 #[test]
@@ -45,4 +49,90 @@ fn ids_are_unique_and_above_the_ftrace_types() {
     let n = ids.len();
     ids.dedup();
     assert_eq!(ids.len(), n);
+}
+
+const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+";
+
+fn event(system: &str, name: &str) -> &'static tracer::trace_events::TraceEventCall {
+    all_events()
+        .find(|e| e.system == system && e.name == name)
+        .unwrap_or_else(|| panic!("no event {system}:{name}"))
+}
+
+#[test]
+fn own_format_files() {
+    let want = [
+        (
+            "vfs",
+            "vfs_open",
+            360,
+            "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:unsigned int flags;\toffset:12;\tsize:4;\tsigned:0;
+\tfield:int ret;\toffset:16;\tsize:4;\tsigned:1;
+
+print fmt: \"filename=%s flags=0x%x ret=%d\", __get_str(filename), REC->flags, REC->ret
+",
+        ),
+        (
+            "shell",
+            "shell_command_entry",
+            370,
+            "\tfield:__data_loc char[] line;\toffset:8;\tsize:4;\tsigned:1;
+
+print fmt: \"line=%s\", __get_str(line)
+",
+        ),
+        (
+            "shell",
+            "shell_command_exit",
+            371,
+            "\tfield:int ret;\toffset:8;\tsize:4;\tsigned:1;
+
+print fmt: \"ret=%d\", REC->ret
+",
+        ),
+    ];
+    for (system, name, id, fields) in want {
+        let e = event(system, name);
+        assert_eq!(
+            e.format_file(),
+            format!("name: {name}\nID: {id}\nformat:\n{COMMON}\n{fields}"),
+            "{system}:{name}"
+        );
+    }
+    let own = all_events()
+        .filter(|e| OWN_SYSTEMS.contains(&e.system))
+        .count();
+    assert_eq!(own, want.len());
+}
+
+#[test]
+fn systems_list_every_event_once() {
+    let names: Vec<&str> = tracer::trace_events::systems()
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["sched", "irq", "irq_vectors", "kmem", "vfs", "shell"]
+    );
+    let mut n = 0;
+    for s in tracer::trace_events::systems() {
+        for e in s.events {
+            assert_eq!(e.system, s.name);
+            assert_eq!(
+                tracer::trace_events::find_event(e.id).map(|f| f.name),
+                Some(e.name)
+            );
+            n += 1;
+        }
+    }
+    assert_eq!(n, all_events().count());
+    assert_eq!(n, 20);
+    assert!(tracer::trace_events::find_event(tracer::entry::TRACE_LAST_TYPE).is_none());
+    assert!(tracer::trace_events::find_event(1).is_none());
 }

@@ -32,8 +32,13 @@ use crate::events::COMMON_FIELDS;
 use crate::output::config::SymbolResolver;
 use crate::output::seq::TraceSeq;
 
+pub mod irq;
+pub mod irq_vectors;
+pub mod kmem;
 pub mod sched;
 pub mod set_event;
+pub mod shell;
+pub mod vfs;
 
 /// What an event record needs to know about a task (the parts of
 /// `task_struct` that Linux's sched events copy).
@@ -222,9 +227,110 @@ pub fn read_record<R: Copy>(rec: &[u8]) -> Option<R> {
     Some(unsafe { core::ptr::read_unaligned(rec.as_ptr() as *const R) })
 }
 
+/// The longest string a `__data_loc char[]` field keeps, NUL excluded.
+/// Linux copies the whole string and drops the event when the record
+/// does not fit a ring-buffer page; here a longer string is cut to this
+/// length so that the record always fits and its 16-bit length cannot
+/// overflow.
+pub const DATA_LOC_STR_MAX: usize = 1023;
+
+/// Bytes a `__string` takes in the record: the string (at most
+/// [`DATA_LOC_STR_MAX`] bytes) and its NUL (Linux: `strlen(src) + 1`).
+#[inline(always)]
+pub fn data_loc_str_size(s: &str) -> usize {
+    if s.len() < DATA_LOC_STR_MAX {
+        s.len() + 1
+    } else {
+        DATA_LOC_STR_MAX + 1
+    }
+}
+
+/// Copies `s` and its NUL into `buf` at the place its `__data_loc` word
+/// `loc` (`(len << 16) | offset`) names (`__assign_str()`). Nothing is
+/// written outside `buf`.
+#[inline(always)]
+pub fn data_loc_copy(buf: &mut [u8], loc: u32, s: &str) {
+    let off = (loc & 0xffff) as usize;
+    let len = (loc >> 16) as usize;
+    if let Some(dst) = buf.get_mut(off..off + len) {
+        if let Some((nul, text)) = dst.split_last_mut() {
+            text.copy_from_slice(&s.as_bytes()[..text.len()]);
+            *nul = 0;
+        }
+    }
+}
+
+/// `__get_str()`: the string a `__data_loc` word `loc` points at inside
+/// the record `rec`, up to its first NUL. A word that points outside the
+/// record gives the part inside it (or an empty string); bytes that are
+/// not UTF-8 give an empty string.
+pub fn get_str(rec: &[u8], loc: u32) -> &str {
+    let off = (loc & 0xffff) as usize;
+    let len = (loc >> 16) as usize;
+    let start = off.min(rec.len());
+    let end = off.saturating_add(len).min(rec.len());
+    let bytes = &rec[start..end];
+    let n = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    core::str::from_utf8(&bytes[..n]).unwrap_or("")
+}
+
+/// What a printer sees: the decoded fixed part (fields reached through
+/// `Deref`, `e.prev_pid`) and the whole record, for the dynamic fields
+/// (`e.get_str(e.name)`, Linux's `__get_str(name)`).
+pub struct RecordView<'a, R> {
+    pub fixed: R,
+    pub raw: &'a [u8],
+}
+
+impl<R> core::ops::Deref for RecordView<'_, R> {
+    type Target = R;
+    #[inline]
+    fn deref(&self) -> &R {
+        &self.fixed
+    }
+}
+
+impl<'a, R> RecordView<'a, R> {
+    /// `__get_str(field)` for the `__data_loc` word `loc`.
+    pub fn get_str(&self, loc: u32) -> &'a str {
+        get_str(self.raw, loc)
+    }
+}
+
+/// One system: its name (the directory under `events/`) and its events.
+#[derive(Debug)]
+pub struct EventSystem {
+    pub name: &'static str,
+    pub events: &'static [&'static TraceEventCall],
+}
+
 /// The stage that turns each declaration into a module with the record,
 /// `assign`, the field table, the `TraceEventCall` and the printer (Linux:
 /// the `TRACE_EVENT` definitions of include/trace/trace_events.h).
+///
+/// A declaration (see sched.rs and irq.rs for examples):
+///
+/// ```text
+/// event NAME, id N, (ARG: TYPE, ...) {
+///     struct { FIELD: RUST_TYPE = "C type", ... }   // TP_STRUCT__entry
+///     assign { FIELD: EXPR, ... }                  // TP_fast_assign
+///     strings { FIELD: EXPR, ... }                 // optional: __string/__assign_str
+///     print_fmt: "...";                            // the format file's text
+///     print(e, out, syms) { ... }                  // TP_printk
+/// }
+/// ```
+///
+/// A dynamic string (`__string(FIELD, src)`) is a `u32` field of C type
+/// `"__data_loc char[]"` in `struct`, left out of `assign` and named in
+/// `strings` with the `&str` to copy. The stage sets its word to
+/// `(len << 16) | offset` (len counts the NUL; the strings follow the
+/// fixed part in `strings` order), `size()` adds the string bytes and
+/// `write()` copies them; the printer reads them with `e.get_str(e.FIELD)`.
+/// An event without `strings` compiles to exactly the fixed-size code.
+///
+/// Other stages (the kernel's tracepoints and probes) only need
+/// `event NAME, id N, (ARGS)` and should match the body as
+/// `{ $($body:tt)* }`.
 #[macro_export]
 macro_rules! define_event_records {
     (
@@ -236,6 +342,7 @@ macro_rules! define_event_records {
             {
                 struct { $($field:ident : $fty:ty = $cty:literal),* $(,)? }
                 assign { $($afield:ident : $aexpr:expr),* $(,)? }
+                $(strings { $($dfield:ident : $dexpr:expr),* $(,)? })?
                 print_fmt: $print_fmt:literal;
                 print($e:ident, $out:ident, $syms:ident) $print:block
             }
@@ -243,7 +350,7 @@ macro_rules! define_event_records {
     ) => {
         $(
             $(#[$meta])*
-            #[allow(non_camel_case_types, dead_code, unused_variables)]
+            #[allow(non_camel_case_types, dead_code, unused_variables, clippy::too_many_arguments)]
             pub mod $name {
                 #[allow(unused_imports)]
                 use core::fmt::Write as _;
@@ -259,13 +366,25 @@ macro_rules! define_event_records {
 
                 /// The `TP_fast_assign` part: the record for these
                 /// arguments, behind the common header `common` (the word
-                /// `trace_entry_word` computes).
+                /// `trace_entry_word` computes). Dynamic strings get their
+                /// `__data_loc` words here; `write` copies their bytes.
                 #[inline(always)]
+                #[allow(unused_assignments)]
                 pub fn assign(common: u64, $($arg: $argty),*) -> Record {
-                    Record {
+                    #[allow(unused_mut)]
+                    let mut rec = Record {
                         common: Common::from_word(common),
                         $($afield: $aexpr,)*
-                    }
+                        $($($dfield: 0,)*)?
+                    };
+                    #[allow(unused_mut)]
+                    let mut off = core::mem::size_of::<Record>();
+                    $($(
+                        let n = $crate::trace_events::data_loc_str_size($dexpr);
+                        rec.$dfield = ((n as u32) << 16) | off as u32;
+                        off += n;
+                    )*)?
+                    rec
                 }
 
                 /// Bytes the record of these arguments takes in the ring
@@ -273,6 +392,7 @@ macro_rules! define_event_records {
                 #[inline(always)]
                 pub fn size($($arg: $argty),*) -> usize {
                     core::mem::size_of::<Record>()
+                        $($(+ $crate::trace_events::data_loc_str_size($dexpr))*)?
                 }
 
                 /// Writes the record of these arguments into `buf` (a
@@ -286,6 +406,9 @@ macro_rules! define_event_records {
                     // bytes (checked); the write is unaligned because the
                     // ring buffer aligns records to 4 bytes only.
                     unsafe { core::ptr::write_unaligned(buf.as_mut_ptr() as *mut Record, rec) };
+                    $($(
+                        $crate::trace_events::data_loc_copy(buf, rec.$dfield, $dexpr);
+                    )*)?
                 }
 
                 pub const FIELDS: &[EventField] = &[
@@ -305,7 +428,10 @@ macro_rules! define_event_records {
                     $syms: &dyn $crate::output::config::SymbolResolver,
                 ) {
                     match $crate::trace_events::read_record::<Record>(rec) {
-                        Some($e) => $print,
+                        Some(fixed) => {
+                            let $e = $crate::trace_events::RecordView { fixed, raw: rec };
+                            $print
+                        }
                         None => $out.push_str("[LOST]"),
                     }
                 }
@@ -324,15 +450,39 @@ macro_rules! define_event_records {
 
         /// Every event of this system, in declaration order.
         pub static EVENTS: &[&$crate::trace_events::TraceEventCall] = &[$(&$name::CALL),*];
+
+        /// This system (its `events/` directory).
+        pub static SYSTEM: $crate::trace_events::EventSystem = $crate::trace_events::EventSystem {
+            name: stringify!($system),
+            events: EVENTS,
+        };
     };
+}
+
+/// Every system, in the order `available_events` lists them.
+static SYSTEMS: [&EventSystem; 6] = [
+    &sched::SYSTEM,
+    &irq::SYSTEM,
+    &irq_vectors::SYSTEM,
+    &kmem::SYSTEM,
+    &vfs::SYSTEM,
+    &shell::SYSTEM,
+];
+
+/// Every system with its events (the directories of `events/`).
+pub fn systems() -> &'static [&'static EventSystem] {
+    &SYSTEMS
 }
 
 /// Every declared event, system by system.
 pub fn all_events() -> impl Iterator<Item = &'static TraceEventCall> {
-    sched::EVENTS.iter().copied()
+    SYSTEMS.iter().flat_map(|s| s.events.iter().copied())
 }
 
 /// The event whose records have type `id`.
 pub fn find_event(id: u16) -> Option<&'static TraceEventCall> {
+    if id <= crate::entry::TRACE_LAST_TYPE {
+        return None;
+    }
     all_events().find(|e| e.id == id)
 }

@@ -1,5 +1,7 @@
 //! The `sched` system (Linux: include/trace/events/sched.h).
 
+use core::fmt::Write;
+
 /// `TASK_REPORT_MAX`: the bit Linux sets in `prev_state` for a task that
 /// was preempted while runnable (printed as a `+`).
 pub const TASK_REPORT_MAX: i64 = 0x100;
@@ -39,6 +41,25 @@ const TASK_STATE_NAMES_U64: [(u64, &str); 8] = {
     }
     t
 };
+
+/// `"comm=%s pid=%d prio=%d target_cpu=%03d"`: the text of the three
+/// wakeup events (Linux's `sched_wakeup_template`).
+pub fn write_wakeup(
+    out: &mut crate::output::seq::TraceSeq,
+    comm: &[u8],
+    pid: i32,
+    prio: i32,
+    target_cpu: i32,
+) {
+    let _ = write!(
+        out,
+        "comm={} pid={} prio={} target_cpu={:03}",
+        crate::trace_events::comm_str(comm),
+        pid,
+        prio,
+        target_cpu
+    );
+}
 
 /// The declarations of the `sched` system, handed to `$stage`.
 #[macro_export]
@@ -109,13 +130,134 @@ macro_rules! sched_events {
                 }
                 print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
                 print(e, out, syms) {
+                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
+                }
+            }
+
+            /// A newly created task is woken for the first time (`wake_up_new_task`).
+            event sched_wakeup_new, id 302,
+            (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
+                struct {
+                    comm: [u8; 16] = "char",
+                    pid: i32 = "pid_t",
+                    prio: i32 = "int",
+                    target_cpu: i32 = "int",
+                }
+                assign {
+                    comm: p.comm,
+                    pid: p.pid,
+                    prio: p.prio,
+                    target_cpu: target_cpu,
+                }
+                print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
+                print(e, out, syms) {
+                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
+                }
+            }
+
+            /// A wakeup starts, on the waker's CPU (`try_to_wake_up`); `sched_wakeup` follows when the task is queued.
+            event sched_waking, id 303,
+            (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
+                struct {
+                    comm: [u8; 16] = "char",
+                    pid: i32 = "pid_t",
+                    prio: i32 = "int",
+                    target_cpu: i32 = "int",
+                }
+                assign {
+                    comm: p.comm,
+                    pid: p.pid,
+                    prio: p.prio,
+                    target_cpu: target_cpu,
+                }
+                print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
+                print(e, out, syms) {
+                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
+                }
+            }
+
+            /// A task created another (`kernel_clone`).
+            event sched_process_fork, id 304,
+            (parent: &$crate::trace_events::TaskInfo, child: &$crate::trace_events::TaskInfo) {
+                struct {
+                    parent_comm: [u8; 16] = "char",
+                    parent_pid: i32 = "pid_t",
+                    child_comm: [u8; 16] = "char",
+                    child_pid: i32 = "pid_t",
+                }
+                assign {
+                    parent_comm: parent.comm,
+                    parent_pid: parent.pid,
+                    child_comm: child.comm,
+                    child_pid: child.pid,
+                }
+                print_fmt: "\"comm=%s pid=%d child_comm=%s child_pid=%d\", REC->parent_comm, REC->parent_pid, REC->child_comm, REC->child_pid";
+                print(e, out, syms) {
                     let _ = write!(
                         out,
-                        "comm={} pid={} prio={} target_cpu={:03}",
+                        "comm={} pid={} child_comm={} child_pid={}",
+                        $crate::trace_events::comm_str(&e.parent_comm),
+                        e.parent_pid,
+                        $crate::trace_events::comm_str(&e.child_comm),
+                        e.child_pid
+                    );
+                }
+            }
+
+            /// A task exits (`do_exit`).
+            event sched_process_exit, id 305,
+            (p: &$crate::trace_events::TaskInfo) {
+                struct {
+                    comm: [u8; 16] = "char",
+                    pid: i32 = "pid_t",
+                    prio: i32 = "int",
+                }
+                assign {
+                    comm: p.comm,
+                    pid: p.pid,
+                    prio: p.prio,
+                }
+                print_fmt: "\"comm=%s pid=%d prio=%d\", REC->comm, REC->pid, REC->prio";
+                print(e, out, syms) {
+                    let _ = write!(
+                        out,
+                        "comm={} pid={} prio={}",
+                        $crate::trace_events::comm_str(&e.comm),
+                        e.pid,
+                        e.prio
+                    );
+                }
+            }
+
+            /// A task moves to another CPU's run queue (`set_task_cpu`).
+            /// Linux reads `orig_cpu` from the task (`task_cpu(p)`); the
+            /// caller passes it here.
+            event sched_migrate_task, id 306,
+            (p: &$crate::trace_events::TaskInfo, orig_cpu: i32, dest_cpu: i32) {
+                struct {
+                    comm: [u8; 16] = "char",
+                    pid: i32 = "pid_t",
+                    prio: i32 = "int",
+                    orig_cpu: i32 = "int",
+                    dest_cpu: i32 = "int",
+                }
+                assign {
+                    comm: p.comm,
+                    pid: p.pid,
+                    prio: p.prio,
+                    orig_cpu: orig_cpu,
+                    dest_cpu: dest_cpu,
+                }
+                print_fmt: "\"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, REC->orig_cpu, REC->dest_cpu";
+                print(e, out, syms) {
+                    let _ = write!(
+                        out,
+                        "comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
                         $crate::trace_events::comm_str(&e.comm),
                         e.pid,
                         e.prio,
-                        e.target_cpu
+                        e.orig_cpu,
+                        e.dest_cpu
                     );
                 }
             }

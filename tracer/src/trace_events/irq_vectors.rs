@@ -1,0 +1,108 @@
+//! The `irq_vectors` system (Linux: arch/x86/include/asm/trace/irq_vectors.h):
+//! the local APIC's own interrupts, each an `_entry`/`_exit` pair around
+//! its handler with the vector number (`DEFINE_IRQ_VECTOR_EVENT`). The
+//! `call_function` pair shows the cross-CPU calls the code patcher makes;
+//! `reschedule` the IPIs that ask another CPU to schedule.
+
+/// The declarations of the `irq_vectors` system, handed to `$stage`.
+#[macro_export]
+macro_rules! irq_vectors_events {
+    ($stage:ident) => {
+        $stage! {
+            system: irq_vectors;
+
+            /// The local APIC timer interrupt starts (`sysvec_apic_timer_interrupt`).
+            event local_timer_entry, id 330,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+
+            /// The local APIC timer interrupt ends.
+            event local_timer_exit, id 331,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+
+            /// A function-call IPI starts (`sysvec_call_function`).
+            event call_function_entry, id 332,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+
+            /// A function-call IPI ends.
+            event call_function_exit, id 333,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+
+            /// A reschedule IPI starts (`sysvec_reschedule_ipi`).
+            event reschedule_entry, id 334,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+
+            /// A reschedule IPI ends.
+            event reschedule_exit, id 335,
+            (vector: i32) {
+                struct {
+                    vector: i32 = "int",
+                }
+                assign {
+                    vector: vector,
+                }
+                print_fmt: "\"vector=%d\", REC->vector";
+                print(e, out, syms) {
+                    let _ = write!(out, "vector={}", e.vector);
+                }
+            }
+        }
+    };
+}
+
+use crate::define_event_records;
+irq_vectors_events!(define_event_records);
