@@ -96,6 +96,7 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     sched::init();
     // Before the other CPUs run: boot-time NOP conversion needs no int3.
     arch::traps::set_int3_hook(arch::text_poke::poke_int3_handler);
+    jump_label::jump_label_init();
     trace::ftrace::ftrace_init();
     let cpus = arch::smp::start_aps(&madt.apic_ids, sched::run_idle);
     println!("smp: {} CPUs online", cpus);

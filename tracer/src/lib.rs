@@ -19,6 +19,8 @@ pub mod filter;
 pub mod ftrace;
 #[forbid(unsafe_code)]
 pub mod graph;
+#[forbid(unsafe_code)]
+pub mod jump_label;
 pub mod kallsyms;
 #[forbid(unsafe_code)]
 pub mod options;

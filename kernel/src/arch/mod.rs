@@ -24,3 +24,5 @@ pub use self::x86_64::switch;
 // Tracing's hardware side: call-site bytes and `ftrace_caller`, the
 // function_graph return trampoline, and live code patching.
 pub use self::x86_64::{fgraph, ftrace, text_poke};
+// Static keys' sites: the asm goto, their bytes, patching them.
+pub use self::x86_64::jump_label;

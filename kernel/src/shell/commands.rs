@@ -42,6 +42,8 @@ Commands:
   ftrace_stress [SECONDS [MIN]]  SMP stress of code patching for SECONDS (default
                            30) and at least MIN updates
   ftrace_int3_test         hit a site while it is being patched (int3 path)
+  jump_label_check         read every static key site back and check it
+  jump_label_test enable|disable|run  the static key self-test's key and sites
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
   bench [steps|allcpu]     cost of tracing per call/event/site (BENCHMARKS.md)
@@ -88,6 +90,12 @@ pub fn run_command(argv: &[String], out: &mut Output) {
             let text =
                 crate::trace::selftest::ftrace_int3_test(ftrace_targets::ftrace_selftest_target);
             out.emit_str(cmd, &text);
+        }
+        "jump_label_check" => {
+            out.emit_str(cmd, &crate::jump_label::jump_label_check_text());
+        }
+        "jump_label_test" => {
+            out.emit_str(cmd, &crate::jump_label::jump_label_test(args));
         }
         "trace-export" => crate::trace::export::command(args),
         "ringbuf" => super::ringbuf::command(args, out),

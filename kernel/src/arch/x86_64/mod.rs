@@ -10,6 +10,7 @@ pub mod ftrace;
 pub mod gdt;
 pub mod idt;
 pub mod irq;
+pub mod jump_label;
 pub mod paging;
 pub mod percpu;
 pub mod serial;
