@@ -741,6 +741,17 @@ impl FuncRepeatsEntry {
     }
 }
 
+/// A record of a trace event (`sched_switch`, `kmalloc`, ...): a type
+/// above [`TRACE_LAST_TYPE`], kept whole, because its layout is its
+/// event's (the printer finds the event by type:
+/// `crate::trace_events::find_event`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventEntry {
+    pub ent: TraceEntry,
+    /// The whole record, common header included.
+    pub raw: Vec<u8>,
+}
+
 /// Any record, decoded by its `type`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
@@ -750,6 +761,8 @@ pub enum Entry {
     Print(PrintEntry),
     Stack(StackEntry),
     FuncRepeats(FuncRepeatsEntry),
+    /// A trace event's record (type above [`TRACE_LAST_TYPE`]).
+    Event(EventEntry),
     /// A type this crate does not decode; the header is still valid.
     Other(TraceEntry),
 }
@@ -765,6 +778,10 @@ impl Entry {
             TRACE_PRINT => Entry::Print(PrintEntry::decode(buf)?),
             TRACE_STACK => Entry::Stack(StackEntry::decode(buf)?),
             TRACE_FUNC_REPEATS => Entry::FuncRepeats(FuncRepeatsEntry::decode(buf)?),
+            t if t > TRACE_LAST_TYPE => Entry::Event(EventEntry {
+                ent,
+                raw: buf.to_vec(),
+            }),
             _ => Entry::Other(ent),
         })
     }
@@ -778,6 +795,7 @@ impl Entry {
             Entry::Print(e) => &e.ent,
             Entry::Stack(e) => &e.ent,
             Entry::FuncRepeats(e) => &e.ent,
+            Entry::Event(e) => &e.ent,
             Entry::Other(e) => e,
         }
     }
@@ -791,6 +809,7 @@ impl Entry {
             Entry::Print(e) => e.encoded_len(),
             Entry::Stack(e) => e.encoded_len(),
             Entry::FuncRepeats(_) => FuncRepeatsEntry::SIZE,
+            Entry::Event(e) => e.raw.len().max(TRACE_ENTRY_SIZE),
             Entry::Other(_) => TRACE_ENTRY_SIZE,
         }
     }
@@ -804,6 +823,13 @@ impl Entry {
             Entry::Print(e) => e.encode(buf),
             Entry::Stack(e) => e.encode(buf),
             Entry::FuncRepeats(e) => e.encode(buf),
+            Entry::Event(e) => {
+                // The header first, so the type and flags are `ent`'s.
+                need(buf, e.raw.len().max(TRACE_ENTRY_SIZE))?;
+                wr(buf, 0, &e.raw);
+                e.ent.encode(buf)?;
+                Ok(e.raw.len().max(TRACE_ENTRY_SIZE))
+            }
             Entry::Other(e) => e.encode(buf).map(|_| TRACE_ENTRY_SIZE),
         }
     }

@@ -23,7 +23,7 @@ use core::fmt::Write;
 use crate::entry::{lat_fmt, Entry, GraphEntEntry, GraphRetEntry, TraceEntry};
 use crate::options::{graph_flags::*, TraceOption, Tracer};
 use crate::output::config::{find_cmdline, truncate_str, OutputConfig};
-use crate::output::format::{trace_find_mark, write_ps};
+use crate::output::format::{print_trace_event, trace_find_mark, write_ps};
 use crate::output::header::{print_trace_header, BufferStats, LatencyInfo};
 use crate::output::merge::EventSource;
 use crate::output::seq::TraceSeq;
@@ -232,6 +232,16 @@ impl GraphState {
             Entry::Function(_) | Entry::Stack(_) | Entry::FuncRepeats(_) | Entry::Other(_) => false,
             Entry::Print(p) => {
                 self.print_graph_comment(cfg, cpu, ts, &p.ent, &p.buf, out);
+                true
+            }
+            Entry::Event(ev) => {
+                // The event's own text (`event->funcs->trace`); a type
+                // without an event is left to the default printer.
+                let mut text = TraceSeq::new();
+                if !print_trace_event(cfg.syms, ev, &mut text) {
+                    return false;
+                }
+                self.print_graph_comment(cfg, cpu, ts, &ev.ent, text.as_bytes(), out);
                 true
             }
         }

@@ -8,7 +8,7 @@ use core::fmt::Write;
 
 use super::config::{find_cmdline, OutputConfig, SymbolResolver};
 use super::seq::TraceSeq;
-use crate::entry::{lat_fmt, Entry, TraceEntry};
+use crate::entry::{lat_fmt, Entry, EventEntry, TraceEntry};
 use crate::options::{TraceOption, TraceOptions};
 
 /// `%ps`: the symbol name, or `0x<hex>` when the address is unknown
@@ -161,10 +161,29 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mu
                 g.depth, g.calltime, g.rettime, g.depth
             );
         }
+        Entry::Event(ev) => {
+            if !print_trace_event(cfg.syms, ev, out) {
+                let _ = writeln!(out, "Unknown type {}", ev.ent.type_);
+            }
+        }
         Entry::Other(e) => {
             let _ = writeln!(out, "Unknown type {}", e.type_);
         }
     }
+}
+
+/// A trace event's text (`trace_raw_output_<name>()`: `trace_raw_output_prep`
+/// prints the name and `": "`, then the `TP_printk` text and a newline).
+/// Returns false, printing nothing, when no event has the record's type.
+pub fn print_trace_event(syms: &dyn SymbolResolver, ev: &EventEntry, out: &mut TraceSeq) -> bool {
+    let Some(call) = crate::trace_events::find_event(ev.ent.type_) else {
+        return false;
+    };
+    out.push_str(call.name);
+    out.push_str(": ");
+    (call.print)(&ev.raw, out, syms);
+    out.push('\n');
+    true
 }
 
 /// `trace_find_mark()`: the overhead mark for a duration in ns, strictly

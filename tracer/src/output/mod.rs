@@ -31,8 +31,8 @@ pub use config::{
     TASK_COMM_MAX,
 };
 pub use format::{
-    ns2usecs, print_context, print_event_body, print_time, seq_print_ip_sym, trace_find_mark,
-    write_ps, write_sym,
+    ns2usecs, print_context, print_event_body, print_time, print_trace_event, seq_print_ip_sym,
+    trace_find_mark, write_ps, write_sym,
 };
 pub use merge::EventSource;
 pub use seq::TraceSeq;
@@ -244,6 +244,9 @@ impl<'a> TraceIter<'a> {
                 put_hex_field(out, &f.ip.to_le_bytes());
                 put_hex_field(out, &f.parent_ip.to_le_bytes());
             }
+            // A trace event has no hex printer (`trace_nop_print`); a type
+            // without an event prints nothing here.
+            Entry::Event(ev) if crate::trace_events::find_event(ev.ent.type_).is_none() => {}
             Entry::Other(_) => {}
             other => {
                 let _ = writeln!(out, "type: {}", other.header().type_);
@@ -267,6 +270,9 @@ impl<'a> TraceIter<'a> {
                 out.putmem(&f.ip.to_le_bytes());
                 out.putmem(&f.parent_ip.to_le_bytes());
             }
+            // As in print_hex: `type: N` for an event, nothing for a type
+            // without one.
+            Entry::Event(ev) if crate::trace_events::find_event(ev.ent.type_).is_none() => {}
             Entry::Other(_) => {}
             other => {
                 let _ = writeln!(out, "type: {}", other.header().type_);
@@ -391,6 +397,11 @@ impl<'a> TraceIter<'a> {
                 // (print_graph_function_event); outside function_graph the
                 // events have none.
                 let _ = writeln!(out, "type: {}", entry.header().type_);
+            }
+            // A trace event has no raw printer (`trace_nop_print`); a type
+            // without an event prints `%d ?`.
+            Entry::Event(ev) if crate::trace_events::find_event(ev.ent.type_).is_none() => {
+                let _ = writeln!(out, "{} ?", ev.ent.type_);
             }
             other => {
                 let _ = writeln!(out, "type: {}", other.header().type_);
