@@ -8,6 +8,7 @@ extern crate alloc;
 #[macro_use]
 pub mod console;
 pub mod arch;
+pub mod events;
 pub mod fs;
 pub mod hook;
 pub mod jump_label;
@@ -20,6 +21,10 @@ pub mod shell;
 pub mod time;
 pub mod trace;
 pub mod trace_printk;
+pub mod tracepoint;
+
+#[doc(hidden)]
+pub use pastey as __pastey;
 
 use alloc::string::String;
 use core::panic::PanicInfo;

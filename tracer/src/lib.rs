@@ -31,3 +31,4 @@ pub mod printk;
 pub mod repeats;
 pub mod ring_buffer;
 pub mod trace_events;
+pub mod tracepoint;

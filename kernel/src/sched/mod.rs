@@ -13,10 +13,11 @@
 //!
 //! - Ctrl-C is a signal ([`signal`]); [`wait_event_interruptible`] is the
 //!   wait that it interrupts.
-//! - Other subsystems (tracing) see scheduler events through hooks they
-//!   register ([`SCHED_PROCESS_FORK`], [`SCHED_PROCESS_EXIT`],
-//!   [`SCHED_SWITCH`], [`SCHED_TICK`]):
-//!   the scheduler never imports them.
+//! - Other subsystems (tracing) see scheduler events through the sched
+//!   tracepoints (`crate::events::sched`: `trace_sched_switch`,
+//!   `trace_sched_wakeup`, ...) and the hooks [`SCHED_PROCESS_FORK`],
+//!   [`SCHED_PROCESS_EXIT`] and [`SCHED_TICK`], on which they register
+//!   probes: the scheduler never imports them.
 //!
 //! Locking: all scheduler state is touched with interrupts off. A task's
 //! `pi_lock` orders "block" against "wake" (Linux uses p->pi_lock the same way)
@@ -36,9 +37,10 @@ use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use spin::Mutex;
 
 use crate::arch::{self, percpu};
+use crate::events::sched as events;
 use crate::hook::Hook;
 pub use signal::{clear_signal, signal_pending};
-pub use task::{Pid, Task, TaskState};
+pub use task::{Pid, Task, TaskState, DEFAULT_PRIO};
 pub use wait::{wait_event_interruptible, WaitQueue};
 
 /// Called by [`spawn`] with the parent's pid and the new task, before it
@@ -47,9 +49,6 @@ pub static SCHED_PROCESS_FORK: Hook<fn(Pid, &Task)> = Hook::new();
 /// Called by a task that exits, in its own context before it is marked dead
 /// (Linux: the sched_process_exit tracepoint).
 pub static SCHED_PROCESS_EXIT: Hook<fn(&Task)> = Hook::new();
-/// Called on every context switch with the previous and the next task,
-/// before the switch, interrupts off (Linux: the sched_switch tracepoint).
-pub static SCHED_SWITCH: Hook<fn(&Task, &Task)> = Hook::new();
 /// Called by the timer interrupt on every CPU (Linux: scheduler_tick; what
 /// tracing does here, Linux defers to irq_work).
 pub static SCHED_TICK: Hook<fn()> = Hook::new();
@@ -232,15 +231,27 @@ fn least_loaded_cpu() -> usize {
 pub fn wake_up(task: &Arc<Task>) {
     arch::without_interrupts(|| {
         let _g = task.pi_lock.lock();
-        if task.state() == TaskState::Dead {
+        let state = task.state();
+        if state == TaskState::Dead {
             return;
         }
+        // Linux's try_to_wake_up reports a wakeup only for a task that was
+        // sleeping (a new task's first wakeup is sched_wakeup_new).
+        let was_blocked = state == TaskState::Blocked;
         task.set_state(TaskState::Runnable);
         if task.queued.swap(true, Ordering::AcqRel) {
-            return; // still running or already queued
+            // Still running (not yet switched out) or already queued.
+            if was_blocked {
+                let cpu = task.cpu.load(Ordering::Relaxed);
+                events::trace_sched_wakeup(task.trace_info(), cpu as i32);
+            }
+            return;
         }
         let cpu = task.cpu.load(Ordering::Relaxed);
         RUNQUEUES[cpu].lock().tasks.push_back(task.clone());
+        if was_blocked {
+            events::trace_sched_wakeup(task.trace_info(), cpu as i32);
+        }
         if cpu != arch::cpu_id() {
             arch::apic::send_ipi(arch::apic_id(cpu), arch::apic::RESCHEDULE_VECTOR);
         } else {
@@ -256,6 +267,24 @@ pub fn yield_now() {
 
 /// Picks the next task and switches to it. Interrupts must be off.
 fn schedule_locked_irqs() {
+    __schedule(false);
+}
+
+/// The `prev_state` sched_switch reports (Linux:
+/// `__trace_sched_switch_state`): 0 (`R`) for a runnable task, the bit of
+/// TASK_INTERRUPTIBLE (`S`) for a blocked one, of EXIT_DEAD (`X`) for one
+/// that exited.
+fn sched_switch_state(t: &Task) -> u32 {
+    match t.state() {
+        TaskState::Runnable => 0,
+        TaskState::Blocked => 0x01,
+        TaskState::Dead => 0x10,
+    }
+}
+
+/// The scheduler proper (Linux: `__schedule(sched_mode)`); `preempt` is
+/// true when the interrupt exit path preempts the running task.
+fn __schedule(preempt: bool) {
     let cpu = arch::cpu_id();
     let this = percpu::this_cpu();
     this.need_resched.store(0, Ordering::Relaxed);
@@ -293,9 +322,12 @@ fn schedule_locked_irqs() {
     if next_task.cpu.swap(cpu, Ordering::Relaxed) != cpu {
         next_task.nr_migrations.fetch_add(1, Ordering::Relaxed);
     }
-    for probe in SCHED_SWITCH.probes() {
-        probe(&prev, next_task);
-    }
+    events::trace_sched_switch(
+        preempt,
+        prev.trace_info(),
+        next_task.trace_info(),
+        sched_switch_state(&prev),
+    );
     this.current.store(next as usize, Ordering::Relaxed);
     PREV[cpu].store(prev_ptr as usize, Ordering::Relaxed);
     // SAFETY: interrupts are off; both stacks are alive; saved_sp is only
@@ -438,7 +470,7 @@ pub fn preempt_on_irq_exit() {
         && this.exception_depth.load(Ordering::Relaxed) == 0
         && !current_ptr().is_null()
     {
-        schedule_locked_irqs();
+        __schedule(true);
     }
 }
 

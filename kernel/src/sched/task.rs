@@ -6,10 +6,16 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering}
 
 use spin::Mutex;
 use tracer::fgraph::ShadowStack;
+use tracer::trace_events::TaskInfo;
 
 pub type Pid = u32;
 
 const STACK_SIZE: usize = 64 * 1024;
+
+/// The priority every task reports to the sched events: Linux's value
+/// for a nice-0 task (`DEFAULT_PRIO`, 120). This scheduler has no
+/// priorities.
+pub const DEFAULT_PRIO: i32 = 120;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
@@ -25,6 +31,10 @@ pub enum TaskState {
 pub struct Task {
     pub pid: Pid,
     comm: [u8; 16],
+    /// What the sched tracepoints pass for this task (comm, pid, prio):
+    /// a probe that needs the task itself gets it back with
+    /// [`Task::from_trace_info`], as Linux's probes get a `task_struct *`.
+    info: TaskInfo,
     state: AtomicU8,
     /// The CPU the task runs on or is queued on.
     pub cpu: AtomicUsize,
@@ -83,6 +93,11 @@ impl Task {
         Task {
             pid,
             comm,
+            info: TaskInfo {
+                comm,
+                pid: pid as i32,
+                prio: DEFAULT_PRIO,
+            },
             state: AtomicU8::new(TaskState::Runnable as u8),
             cpu: AtomicUsize::new(0),
             on_cpu: AtomicBool::new(false),
@@ -102,6 +117,26 @@ impl Task {
     pub fn comm(&self) -> &str {
         let len = self.comm.iter().position(|&b| b == 0).unwrap_or(16);
         core::str::from_utf8(&self.comm[..len]).unwrap_or("?")
+    }
+
+    /// The task as the sched tracepoints describe it.
+    #[inline(always)]
+    pub fn trace_info(&self) -> &TaskInfo {
+        &self.info
+    }
+
+    /// The task whose [`Task::trace_info`] is `info` (Linux's probes read
+    /// the `task_struct` they are passed).
+    ///
+    /// # Safety
+    /// `info` must be the `trace_info()` of a live task: the sched
+    /// tracepoints are only fired by the scheduler, with its tasks' own
+    /// `info`, and a probe may rely on that while it runs.
+    pub unsafe fn from_trace_info(info: &TaskInfo) -> &Task {
+        let off = core::mem::offset_of!(Task, info);
+        // SAFETY: per the contract, `info` is the `info` field of a Task,
+        // which starts `off` bytes before it.
+        unsafe { &*((info as *const TaskInfo as *const u8).sub(off) as *const Task) }
     }
 
     pub fn state(&self) -> TaskState {

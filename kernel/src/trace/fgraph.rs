@@ -43,9 +43,11 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::ftrace::{self, recursion, FtraceOps};
 use crate::arch::fgraph::{return_to_handler_addr, valid_return_slot};
+use crate::events::sched::{register_trace_sched_switch, unregister_trace_sched_switch};
 use crate::fs::Errno;
 use crate::sched::Task;
 pub use tracer::fgraph::{task_bits, FgraphFrame, ShadowStack, SHADOW_STACK_DEPTH};
+use tracer::trace_events::TaskInfo;
 
 /// What the entry callback sees (Linux: struct ftrace_graph_ent).
 pub struct FtraceGraphEnt {
@@ -104,14 +106,27 @@ pub fn ftrace_graph_sleep_time_control(enable: bool) {
     FGRAPH_SLEEP_TIME.store(enable, Ordering::Relaxed);
 }
 
+/// The probe's data: this probe needs none.
+const NO_DATA: *mut () = core::ptr::null_mut();
+
 /// Runs on every context switch while function_graph is registered (Linux:
-/// ftrace_graph_probe_sched_switch). With sleep-time off it stamps the task
-/// switched out and moves the calltimes of the task switched in forward by
-/// the time it was away; with sleep-time on it does nothing.
-fn ftrace_graph_probe_sched_switch(prev: &Task, next: &Task) {
+/// ftrace_graph_probe_sched_switch, a probe on the sched_switch
+/// tracepoint). With sleep-time off it stamps the task switched out and
+/// moves the calltimes of the task switched in forward by the time it was
+/// away; with sleep-time on it does nothing.
+fn ftrace_graph_probe_sched_switch(
+    _data: *mut (),
+    _preempt: bool,
+    prev: &TaskInfo,
+    next: &TaskInfo,
+    _prev_state: u32,
+) {
     if FGRAPH_SLEEP_TIME.load(Ordering::Relaxed) {
         return;
     }
+    // SAFETY: only the scheduler fires sched_switch, with its tasks' own
+    // `trace_info()`; both tasks are alive across the switch.
+    let (prev, next) = unsafe { (Task::from_trace_info(prev), Task::from_trace_info(next)) };
     let now = super::trace::trace_clock();
     prev.ret_stack.sched_out(now);
     next.ret_stack.sched_in(now);
@@ -128,12 +143,12 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
         return Err(Errno::EBUSY);
     }
     // Linux: start_graph_tracing's register_trace_sched_switch.
-    if let Err(e) = crate::sched::SCHED_SWITCH.register(ftrace_graph_probe_sched_switch) {
+    if let Err(e) = register_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA) {
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
     }
     if let Err(e) = ftrace::register_ftrace_function(&GRAPH_OPS) {
-        let _ = crate::sched::SCHED_SWITCH.unregister(ftrace_graph_probe_sched_switch);
+        let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
     }
@@ -145,7 +160,7 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
 /// returns are recorded only while a user is registered.
 pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
     let _ = ftrace::unregister_ftrace_function(&GRAPH_OPS);
-    let _ = crate::sched::SCHED_SWITCH.unregister(ftrace_graph_probe_sched_switch);
+    let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
     let p = ops as *const FgraphOps as *mut FgraphOps;
     let _ =
         FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);

@@ -5,6 +5,8 @@
 pub mod bench;
 pub mod buffer_files;
 pub mod control;
+pub mod event_pid;
+pub mod events;
 pub mod export;
 pub mod fgraph;
 pub mod ftrace;
@@ -29,7 +31,8 @@ pub fn init() {
         .and_then(|_| functions::init(&root))
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
-        .and_then(|_| printk::init());
+        .and_then(|_| printk::init())
+        .and_then(|_| events::init(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }

@@ -1,0 +1,94 @@
+//! The tracepoints of every declared event (Linux: the `DECLARE_TRACE` /
+//! `DEFINE_TRACE` stage of include/linux/tracepoint.h over
+//! include/trace/events/*.h).
+//!
+//! Each system's declaration (`tracer::sched_events!` and the others, in
+//! tracer/src/trace_events/) is expanded here by [`define_tracepoints!`],
+//! which makes for every event NAME:
+//! - `static __TRACEPOINT_KEY_NAME: StaticKey` and
+//!   `static __TRACEPOINT_NAME: Tracepoint<fn(*mut (), args..)>`;
+//! - `#[inline(always)] pub fn trace_NAME(args)`, the call site: a static
+//!   branch, and out of line the loop over the probes;
+//! - `register_trace_NAME(probe, data)`, `register_trace_prio_NAME(probe,
+//!   data, prio)`, `unregister_trace_NAME(probe, data)`, `trace_NAME_enabled()`.
+//!
+//! The scheduler, the interrupt path and the allocator call
+//! `crate::events::SYSTEM::trace_NAME(..)` and never import tracing; the
+//! probes that write records (kernel/src/trace/events.rs) register here.
+
+/// The tracepoint stage (see the module doc). Invoked by a system's
+/// declaration macro: `tracer::sched_events!(define_tracepoints)`.
+#[macro_export]
+macro_rules! define_tracepoints {
+    (
+        system: $system:ident;
+        $(
+            $(#[$meta:meta])*
+            event $name:ident, id $id:literal,
+            ($($arg:ident : $argty:ty),* $(,)?)
+            { $($body:tt)* }
+        )*
+    ) => {
+        $crate::__pastey::paste! {
+            $(
+                #[doc(hidden)]
+                #[allow(non_upper_case_globals)]
+                pub static [<__TRACEPOINT_KEY_ $name>]: $crate::jump_label::StaticKey =
+                    $crate::jump_label::StaticKey::new();
+
+                #[doc = concat!("The `", stringify!($system), ":", stringify!($name), "` tracepoint.")]
+                #[allow(non_upper_case_globals)]
+                pub static [<__TRACEPOINT_ $name>]: $crate::tracepoint::Tracepoint<fn(*mut (), $($argty),*)> =
+                    $crate::tracepoint::Tracepoint::new(
+                        stringify!($name),
+                        &[<__TRACEPOINT_KEY_ $name>],
+                    );
+
+                $(#[$meta])*
+                #[doc = ""]
+                #[doc = concat!("Fires `", stringify!($system), ":", stringify!($name), "`: one static branch while no probe is registered.")]
+                #[inline(always)]
+                #[allow(clippy::too_many_arguments)]
+                pub fn [<trace_ $name>]($($arg: $argty),*) {
+                    if $crate::static_branch_unlikely!([<__TRACEPOINT_KEY_ $name>]) {
+                        [<__do_trace_ $name>]($($arg),*);
+                    }
+                }
+
+                /// The out-of-line part of the call site: every probe in turn.
+                #[inline(never)]
+                #[cold]
+                #[allow(clippy::too_many_arguments)]
+                fn [<__do_trace_ $name>]($($arg: $argty),*) {
+                    [<__TRACEPOINT_ $name>].do_trace(|probe, data| probe(data, $($arg),*));
+                }
+
+                /// Whether a probe is registered (Linux: `trace_NAME_enabled()`).
+                #[inline(always)]
+                pub fn [<trace_ $name _enabled>]() -> bool {
+                    [<__TRACEPOINT_ $name>].is_enabled()
+                }
+
+                /// Adds `probe`, called with `data` first (EEXIST if this pair is registered).
+                pub fn [<register_trace_ $name>](probe: fn(*mut (), $($argty),*), data: *mut ()) -> Result<(), $crate::fs::Errno> {
+                    [<__TRACEPOINT_ $name>].register(probe, data)
+                }
+
+                /// Adds `probe` at priority `prio` (higher runs first).
+                pub fn [<register_trace_prio_ $name>](probe: fn(*mut (), $($argty),*), data: *mut (), prio: i32) -> Result<(), $crate::fs::Errno> {
+                    [<__TRACEPOINT_ $name>].register_prio(probe, data, prio)
+                }
+
+                /// Removes `probe` with `data` (ENOENT if it is not registered).
+                pub fn [<unregister_trace_ $name>](probe: fn(*mut (), $($argty),*), data: *mut ()) -> Result<(), $crate::fs::Errno> {
+                    [<__TRACEPOINT_ $name>].unregister(probe, data)
+                }
+            )*
+        }
+    };
+}
+
+/// `sched:*`: switch, wakeups, fork, exit, migration.
+pub mod sched {
+    tracer::sched_events!(define_tracepoints);
+}
