@@ -252,7 +252,7 @@ mod tests {
                     let w = &words[r];
                     w.fetch_add(1, SeqCst);
                     // Nest once in a while, as an interrupt would.
-                    let nest = walks % 3 == 0;
+                    let nest = walks.is_multiple_of(3);
                     if nest {
                         w.fetch_add(1, SeqCst);
                     }

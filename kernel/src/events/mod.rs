@@ -92,3 +92,28 @@ macro_rules! define_tracepoints {
 pub mod sched {
     tracer::sched_events!(define_tracepoints);
 }
+
+/// `irq:*`: device interrupt handlers.
+pub mod irq {
+    tracer::irq_events!(define_tracepoints);
+}
+
+/// `irq_vectors:*`: the local timer and the IPIs.
+pub mod irq_vectors {
+    tracer::irq_vectors_events!(define_tracepoints);
+}
+
+/// `kmem:*`: the heap.
+pub mod kmem {
+    tracer::kmem_events!(define_tracepoints);
+}
+
+/// `vfs:*`: this kernel's VFS.
+pub mod vfs {
+    tracer::vfs_events!(define_tracepoints);
+}
+
+/// `shell:*`: this kernel's shell.
+pub mod shell {
+    tracer::shell_events!(define_tracepoints);
+}

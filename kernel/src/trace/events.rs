@@ -189,8 +189,41 @@ pub mod sched {
     tracer::sched_events!(define_event_probes);
 }
 
-/// Every system's events, in the order `available_events` lists them.
-static SYSTEMS: &[&[&TraceEventFile]] = &[sched::FILES];
+/// `irq:*`.
+pub mod irq {
+    tracer::irq_events!(define_event_probes);
+}
+
+/// `irq_vectors:*`.
+pub mod irq_vectors {
+    tracer::irq_vectors_events!(define_event_probes);
+}
+
+/// `kmem:*`.
+pub mod kmem {
+    tracer::kmem_events!(define_event_probes);
+}
+
+/// `vfs:*`.
+pub mod vfs {
+    tracer::vfs_events!(define_event_probes);
+}
+
+/// `shell:*`.
+pub mod shell {
+    tracer::shell_events!(define_event_probes);
+}
+
+/// Every system's events, in the order `available_events` lists them
+/// (the order of `tracer::trace_events::systems()`; `init` checks).
+static SYSTEMS: &[&[&TraceEventFile]] = &[
+    sched::FILES,
+    irq::FILES,
+    irq_vectors::FILES,
+    kmem::FILES,
+    vfs::FILES,
+    shell::FILES,
+];
 
 /// Every event file (Linux: the `tr->events` list).
 pub fn trace_event_files() -> impl Iterator<Item = &'static TraceEventFile> {
@@ -272,6 +305,14 @@ fn enable_store(file: &'static TraceEventFile, text: &str) -> Result<(), Errno> 
 /// (Linux: `event_trace_add_tracer`, `event_create_dir`). Directories that
 /// exist are reused.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
+    // Every declared event has its file, in the declarations' order.
+    let declared = tracer::trace_events::all_events();
+    if !declared
+        .map(|c| c as *const TraceEventCall)
+        .eq(trace_event_files().map(|f| f.call as *const TraceEventCall))
+    {
+        println!("trace events: kernel/src/trace/events.rs does not list every declared system");
+    }
     tracefs::create_show(root, "available_events", available_events)?;
     let events = tracefs::get_or_create_dir(root, "events")?;
     for file in trace_event_files() {
