@@ -12,7 +12,7 @@ fn clean(s: &str) -> String {
 
 const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
 
-/// Options for user space, trace events, poll(), the latency tracers and the
+/// Options for user space, record-cmd, poll(), the latency tracers and the
 /// function profiler are absent, under every tracer, and writing them fails.
 #[test]
 fn options_without_meaning_are_unknown() {
@@ -22,7 +22,6 @@ fn options_without_meaning_are_unknown() {
         "userstacktrace",
         "sym-userobj",
         "record-cmd",
-        "event-fork",
         "function-trace",
         "display-graph",
         "stacktrace",

@@ -965,8 +965,11 @@ pub struct PidFilter {
 }
 
 impl PidFilter {
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        PidFilter {
+            pids: BTreeSet::new(),
+            active: false,
+        }
     }
 
     /// A write: whitespace-separated numbers (`kstrtoul` base 0, so `0x10`

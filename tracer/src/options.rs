@@ -14,10 +14,10 @@
 //! takes `0` or `1`.
 //!
 //! Only options that do something here are listed. Linux's options for
-//! user space (`userstacktrace`, `sym-userobj`), for trace events
-//! (`event-fork`, `record-cmd`: the function tracers save comms whatever
-//! its value; `stacktrace`: it also covers `trace_printk`, which this
-//! kernel has not), for `poll()` on `trace_pipe` (`block`), for the latency
+//! user space (`userstacktrace`, `sym-userobj`), `record-cmd` (this kernel
+//! saves every task's comm when it is created, whatever the option),
+//! `stacktrace` (it also covers `trace_printk`, which this kernel has
+//! not), for `poll()` on `trace_pipe` (`block`), for the latency
 //! tracers (`function-trace`, `display-graph`) and for the function
 //! profiler (`graph-time`) are not listed, and writing them is `EINVAL`,
 //! as for any unknown name. So is `hash-ptr`: it changes how trace events
@@ -66,6 +66,7 @@ core_options! {
     StopOnFree => "disable_on_free",
     IrqInfo => "irq-info",
     Markers => "markers",
+    EventFork => "event-fork",
     PauseOnTrace => "pause-on-trace",
     FuncFork => "function-fork",
 }

@@ -7,7 +7,7 @@ use tracer::options::*;
 const CORE_DEFAULT: &str =
     "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\n\
 trace_printk\nannotate\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
-norecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnopause-on-trace\n\
+norecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnoevent-fork\nnopause-on-trace\n\
 nofunction-fork\n";
 
 #[test]
@@ -125,7 +125,6 @@ fn options_without_meaning_here_are_unknown() {
         "userstacktrace",
         "sym-userobj",
         "record-cmd",
-        "event-fork",
         "function-trace",
         "display-graph",
         "stacktrace",
@@ -156,7 +155,7 @@ fn options_without_meaning_here_are_unknown() {
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();
-    assert_eq!(names.len(), 19 + 2 + 2 + 9);
+    assert_eq!(names.len(), 20 + 2 + 2 + 9);
     assert!(
         names.contains(&"funcgraph-proc")
             && names.contains(&"func_stack_trace")
@@ -195,6 +194,12 @@ fn names_and_defaults() {
         TraceOption::from_name("pause-on-trace"),
         Some(TraceOption::PauseOnTrace)
     );
+    // event-fork: Linux's place (after markers) and default (off).
+    assert_eq!(
+        TraceOption::from_name("event-fork"),
+        Some(TraceOption::EventFork)
+    );
+    assert!(!TraceOptions::new().has(TraceOption::EventFork));
     assert_eq!(TraceOption::Printk.name(), "trace_printk");
     assert_eq!(
         Tracer::from_name("function_graph"),

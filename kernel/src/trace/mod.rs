@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod buffer_files;
 pub mod control;
+pub mod event_files;
 pub mod event_pid;
 pub mod events;
 pub mod export;
@@ -32,7 +33,8 @@ pub fn init() {
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())
-        .and_then(|_| events::init(&root));
+        .and_then(|_| events::init(&root))
+        .and_then(|_| event_files::init(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }

@@ -381,6 +381,14 @@ impl PidLists for EventPidLists {
 }
 
 impl EventPidLists {
+    /// No list: every task is traced.
+    pub const fn new() -> EventPidLists {
+        EventPidLists {
+            pids: PidFilter::new(),
+            no_pids: PidFilter::new(),
+        }
+    }
+
     /// The `event-fork` rule (Linux: `event_filter_pid_sched_process_fork`
     /// and `_exit`, through `trace_filter_add_remove_task()` on both
     /// lists): a child of a listed task joins each list its parent is on;

@@ -1,0 +1,231 @@
+//! The files that switch trace events on and off as a group, and the
+//! filter and trigger files (Linux: kernel/trace/trace_events.c,
+//! `ftrace_set_event_fops`, `ftrace_set_event_pid_fops`,
+//! `ftrace_set_event_notrace_pid_fops`, `ftrace_system_enable_fops`,
+//! `ftrace_tr_enable_fops`, `ftrace_subsystem_filter_fops`,
+//! `ftrace_event_filter_fops`; trace_events_trigger.c's `event_trigger_fops`).
+//!
+//! What a write means is decided by `tracer::trace_events::set_event`
+//! (host-tested); this file applies it to the events of
+//! [`super::events`] and creates the files:
+//! - `set_event`: reads the enabled events as `system:event`; a write
+//!   enables (or with `!` disables) the events its tokens name, in order,
+//!   and stops with `EINVAL` at the first token that names none, the
+//!   tokens before it staying applied, as a Linux shell sees it. Opening
+//!   with `O_TRUNC` (`>`) first disables every event, even if the write
+//!   then fails (Linux does it at open too).
+//! - `events/enable` and `events/SYSTEM/enable`: `0`, `1`, `X` (mixed) or
+//!   `?`; writing `0` or `1` switches every event under it.
+//! - `set_event_pid`, `set_event_notrace_pid`: one pid per line; a write
+//!   adds its pids (`>` empties the list at open first), a bad number is
+//!   `EINVAL` and keeps the list; how the lists filter is
+//!   [`super::event_pid`].
+//! - `filter` (events/SYSTEM/ and each event) and `trigger` (each event)
+//!   show what Linux shows with no filter or trigger. Filters and
+//!   triggers are not built yet: a filter write of `0` (clear) succeeds,
+//!   any expression is `EINVAL`; a trigger write that removes one of the
+//!   simple triggers succeeds (none is set), setting one is `EINVAL`.
+//!   Linux would accept a correct expression or trigger: this kernel says
+//!   it cannot rather than pretend. The `ftrace` system has no `filter`
+//!   and no `enable`, and only `ftrace/print` has a `trigger`, as on Linux.
+use alloc::boxed::Box;
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use tracer::filter::PidFilter;
+use tracer::trace_events::set_event::{
+    self, event_pid_text, filter_write, parse_enable, set_event_text, set_event_write,
+    system_enable_text, trigger_write,
+};
+
+use super::event_pid::{self, Which};
+use super::events::{
+    event_mutex, flags, ftrace_event_enable_disable_locked, trace_event_files, TraceEventFile,
+};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
+use crate::fs::{Errno, OpenFile, OpenFlags};
+
+/// The events that `set_event` and the `enable` files act on, with their
+/// `(system, name)` in the same order (Linux: `tr->events`, leaving out
+/// the `ftrace` system's internal events, which cannot be enabled).
+fn enableable() -> (
+    Vec<&'static TraceEventFile>,
+    Vec<(&'static str, &'static str)>,
+) {
+    let files: Vec<_> = trace_event_files()
+        .filter(|f| f.call.system != "ftrace")
+        .collect();
+    let names = files.iter().map(|f| (f.call.system, f.call.name)).collect();
+    (files, names)
+}
+
+/// Switches `files[i]` for each `(i, enable)` in order, under the event
+/// mutex. Stops at the first event that cannot be switched and returns
+/// its error (the changes before it stay, as for a bad token).
+fn apply(files: &[&'static TraceEventFile], changes: &[(usize, bool)]) -> Result<(), Errno> {
+    let guard = event_mutex();
+    for &(i, enable) in changes {
+        ftrace_event_enable_disable_locked(&guard, files[i], enable)?;
+    }
+    Ok(())
+}
+
+/// Switches every event `pick` selects; tries them all and returns the
+/// first error (Linux: `__ftrace_set_clr_event_nolock`).
+fn set_clr_all(pick: impl Fn(&TraceEventFile) -> bool, enable: bool) -> Result<(), Errno> {
+    let (files, _) = enableable();
+    let guard = event_mutex();
+    let mut first = Ok(());
+    for f in files.into_iter().filter(|f| pick(f)) {
+        let r = ftrace_event_enable_disable_locked(&guard, f, enable);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// A write to `set_event`.
+fn set_event_store(buf: &[u8]) -> Result<usize, Errno> {
+    let (files, names) = enableable();
+    let w = set_event_write(buf, &names);
+    apply(&files, &w.changes)?;
+    match w.error {
+        Some(e) => Err(e),
+        None => Ok(buf.len()),
+    }
+}
+
+fn set_event_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    if flags.writable() && flags.truncate() {
+        // `>`: every event off first (Linux: ftrace_clear_events at open).
+        let _ = set_clr_all(|_| true, false);
+    }
+    let (files, names) = enableable();
+    let text = set_event_text(&names, |i| files[i].is_enabled());
+    Ok(Box::new(SeqFile::new(text).with_write(set_event_store)))
+}
+
+/// `events/enable` (`system` None) or `events/SYSTEM/enable`.
+fn system_enable_open(system: Option<&'static str>) -> Result<Box<dyn OpenFile>, Errno> {
+    let in_system = move |f: &TraceEventFile| system.is_none_or(|s| f.call.system == s);
+    let (files, _) = enableable();
+    let text = system_enable_text(
+        files
+            .iter()
+            .filter(|f| in_system(f))
+            .map(|f| f.is_enabled()),
+    );
+    let file = SeqFile::new(text).with_write(move |buf| {
+        let enable = parse_enable(buf)?;
+        set_clr_all(in_system, enable)?;
+        Ok(buf.len())
+    });
+    Ok(Box::new(file))
+}
+
+/// Sets or clears every event's PID_FILTER flag (Linux sets it on every
+/// write to a pid file and clears it when no list is left).
+fn pid_filter_flags(on: bool) {
+    for f in trace_event_files() {
+        if on {
+            f.set_flags(flags::PID_FILTER);
+        } else {
+            f.clear_flags(flags::PID_FILTER);
+        }
+    }
+}
+
+/// A write to a pid file (Linux: `event_pid_write`): the list so far plus
+/// the pids written, installed at once; a bad write changes nothing.
+fn pid_store(which: Which, buf: &[u8]) -> Result<usize, Errno> {
+    let mut list = event_pid::pid_list(which);
+    list.write(false, buf)?;
+    event_pid::install(which, list, pid_filter_flags)?;
+    Ok(buf.len())
+}
+
+/// `set_event_pid` or `set_event_notrace_pid`.
+fn pid_file_open(which: Which, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    if flags.writable() && flags.truncate() {
+        // `>`: the list goes at open (Linux: ftrace_clear_event_pids).
+        event_pid::install(which, PidFilter::new(), pid_filter_flags)?;
+    }
+    let text = event_pid_text(&event_pid::pid_list(which));
+    let file = SeqFile::new(text).with_write(move |buf| pid_store(which, buf));
+    Ok(Box::new(file))
+}
+
+/// A file showing `text` whose writes `store` judges (the filter and
+/// trigger files while there are no filters or triggers).
+fn fixed_file(
+    dir: &Dentry,
+    name: &str,
+    text: fn() -> String,
+    store: fn(&[u8]) -> Result<(), Errno>,
+) -> Result<Dentry, Errno> {
+    tracefs::create_file(dir, name, TRACE_MODE_WRITE, move |_flags: OpenFlags| {
+        let file = SeqFile::new(text()).with_write(move |buf| store(buf).map(|()| buf.len()));
+        Ok(Box::new(file) as Box<dyn OpenFile>)
+    })
+}
+
+/// Creates `set_event`, the `enable` files of `events/` and its systems,
+/// the `filter` and `trigger` files, and the pid files. Runs after
+/// [`super::events::init`] made `events/SYSTEM/EVENT/`.
+pub fn init(root: &Dentry) -> Result<(), Errno> {
+    tracefs::create_file(root, "set_event", TRACE_MODE_WRITE, set_event_open)?;
+    tracefs::create_file(root, "set_event_pid", TRACE_MODE_WRITE, |f| {
+        pid_file_open(Which::Pids, f)
+    })?;
+    tracefs::create_file(root, "set_event_notrace_pid", TRACE_MODE_WRITE, |f| {
+        pid_file_open(Which::NoPids, f)
+    })?;
+    event_pid::init()?;
+    let events = tracefs::get_or_create_dir(root, "events")?;
+    tracefs::create_file(&events, "enable", TRACE_MODE_WRITE, |_| {
+        system_enable_open(None)
+    })?;
+    let mut systems = BTreeSet::new();
+    for file in trace_event_files() {
+        let (system, name) = (file.call.system, file.call.name);
+        let sys = tracefs::get_or_create_dir(&events, system)?;
+        let dir = tracefs::get_or_create_dir(&sys, name)?;
+        if system == "ftrace" {
+            if name == "print" {
+                fixed_file(
+                    &dir,
+                    "trigger",
+                    set_event::trigger_text_empty,
+                    trigger_write,
+                )?;
+            }
+            continue;
+        }
+        fixed_file(
+            &dir,
+            "filter",
+            || set_event::EVENT_FILTER_NONE.into(),
+            filter_write,
+        )?;
+        fixed_file(
+            &dir,
+            "trigger",
+            set_event::trigger_text_empty,
+            trigger_write,
+        )?;
+        if systems.insert(system) {
+            tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {
+                system_enable_open(Some(system))
+            })?;
+            fixed_file(
+                &sys,
+                "filter",
+                || set_event::SYSTEM_FILTER_DEFAULT.into(),
+                filter_write,
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! QEMU tests of the files that switch trace events as a group: `set_event`
+//! (syntax, `>` and `>>`, errors), the `enable` files of `events/` and its
+//! systems (0/1/X), the empty `filter` and `trigger` files, and
+//! `set_event_pid` with `event-fork`, whose filtering shows in `trace`.
+//! Expected behaviour and errnos were checked on Linux 6.1
+//! (/work/shared/linux/qemu.sh).
+
+use tests::Kernel;
+
+const T: &str = "/tracing";
+const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
+
+fn clean(s: &str) -> String {
+    s.replace('\r', "")
+}
+
+fn cat(k: &mut Kernel, file: &str) -> String {
+    clean(&k.run(&format!("cat {T}/{file}")))
+}
+
+/// Runs `echo WORDS > FILE` (or `>>`) and returns what the shell printed.
+fn echo(k: &mut Kernel, words: &str, redir: &str, file: &str) -> String {
+    clean(&k.run(&format!("echo {words} {redir} {T}/{file}")))
+}
+
+fn lines(s: &str) -> Vec<String> {
+    s.lines().map(String::from).collect()
+}
+
+/// `set_event` syntax, `>` vs `>>`, the enable files, errors that change
+/// nothing (or, as on Linux, keep the tokens before the bad one), and the
+/// filter and trigger files as Linux shows them empty. One boot.
+#[test]
+fn set_event_syntax_enable_files_and_errors() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let available = lines(&cat(&mut k, "available_events"));
+    let sched: Vec<String> = available
+        .iter()
+        .filter(|e| e.starts_with("sched:"))
+        .cloned()
+        .collect();
+    assert!(sched.len() >= 2, "{available:?}");
+    // Another system, if the kernel has one yet.
+    let other_system = available
+        .iter()
+        .find(|e| !e.starts_with("sched:"))
+        .map(|e| e.split(':').next().unwrap().to_string());
+
+    assert_eq!(cat(&mut k, "set_event"), "");
+    assert_eq!(cat(&mut k, "events/enable"), "0\n");
+    assert_eq!(cat(&mut k, "events/sched/enable"), "0\n");
+
+    // One event: the system is mixed, so is everything.
+    assert_eq!(echo(&mut k, "sched:sched_switch", ">", "set_event"), "");
+    assert_eq!(cat(&mut k, "set_event"), "sched:sched_switch\n");
+    assert_eq!(cat(&mut k, "events/sched/sched_switch/enable"), "1\n");
+    assert_eq!(cat(&mut k, "events/sched/enable"), "X\n");
+    assert_eq!(cat(&mut k, "events/enable"), "X\n");
+    if let Some(other) = &other_system {
+        assert_eq!(cat(&mut k, &format!("events/{other}/enable")), "0\n");
+    }
+
+    // `>>` adds; `>` replaces.
+    assert_eq!(echo(&mut k, "sched:sched_wakeup", ">>", "set_event"), "");
+    let mut two = lines(&cat(&mut k, "set_event"));
+    two.sort();
+    assert_eq!(two, ["sched:sched_switch", "sched:sched_wakeup"]);
+    assert_eq!(echo(&mut k, "sched:sched_wakeup", ">", "set_event"), "");
+    assert_eq!(cat(&mut k, "set_event"), "sched:sched_wakeup\n");
+
+    // A whole system, three ways; the listing follows available_events.
+    for all_sched in ["'sched:*'", "sched:", "sched"] {
+        assert_eq!(echo(&mut k, all_sched, ">", "set_event"), "");
+        assert_eq!(lines(&cat(&mut k, "set_event")), sched, "{all_sched}");
+        assert_eq!(cat(&mut k, "events/sched/enable"), "1\n");
+    }
+    // `!` disables one.
+    assert_eq!(echo(&mut k, "'!sched:sched_switch'", ">>", "set_event"), "");
+    let rest: Vec<String> = sched
+        .iter()
+        .filter(|e| *e != "sched:sched_switch")
+        .cloned()
+        .collect();
+    assert_eq!(lines(&cat(&mut k, "set_event")), rest);
+    assert_eq!(cat(&mut k, "events/sched/sched_switch/enable"), "0\n");
+    assert_eq!(cat(&mut k, "events/sched/enable"), "X\n");
+
+    // Everything, then nothing.
+    assert_eq!(echo(&mut k, "'*:*'", ">", "set_event"), "");
+    assert_eq!(lines(&cat(&mut k, "set_event")), available);
+    assert_eq!(cat(&mut k, "events/enable"), "1\n");
+    assert_eq!(k.run(&format!("echo > {T}/set_event")), "");
+    assert_eq!(cat(&mut k, "set_event"), "");
+    assert_eq!(cat(&mut k, "events/enable"), "0\n");
+
+    // Bad tokens: EINVAL, nothing changed.
+    assert_eq!(echo(&mut k, "sched:sched_switch", ">", "set_event"), "");
+    for bad in [
+        "bogus",
+        "'sched:sched_*'",
+        "'*'",
+        "sched:sched_switch:x",
+        "'!bogus'",
+        "'!'",
+    ] {
+        assert_eq!(echo(&mut k, bad, ">>", "set_event"), EINVAL, "{bad}");
+        assert_eq!(cat(&mut k, "set_event"), "sched:sched_switch\n", "{bad}");
+    }
+    // As on Linux, the tokens before a bad one stay applied, and `>`
+    // cleared everything at open.
+    assert_eq!(
+        echo(
+            &mut k,
+            "'sched:sched_wakeup bogus sched:sched_switch'",
+            ">",
+            "set_event"
+        ),
+        EINVAL
+    );
+    assert_eq!(cat(&mut k, "set_event"), "sched:sched_wakeup\n");
+    assert_eq!(echo(&mut k, "bogus", ">", "set_event"), EINVAL);
+    assert_eq!(cat(&mut k, "set_event"), "");
+
+    // enable files: 0 or 1, else EINVAL and nothing changes.
+    assert_eq!(echo(&mut k, "1", ">", "events/sched/enable"), "");
+    assert_eq!(lines(&cat(&mut k, "set_event")), sched);
+    let all = if other_system.is_some() { "X\n" } else { "1\n" };
+    for bad in ["2", "x", "' 1'", "0x1", "-0", "''"] {
+        assert_eq!(
+            echo(&mut k, bad, ">", "events/sched/enable"),
+            EINVAL,
+            "{bad}"
+        );
+        assert_eq!(echo(&mut k, bad, ">", "events/enable"), EINVAL, "{bad}");
+        assert_eq!(cat(&mut k, "events/sched/enable"), "1\n", "{bad}");
+        assert_eq!(cat(&mut k, "events/enable"), all, "{bad}");
+    }
+    assert_eq!(echo(&mut k, "0", ">", "events/enable"), "");
+    assert_eq!(echo(&mut k, "+1", ">", "events/enable"), "");
+    assert_eq!(cat(&mut k, "events/enable"), "1\n");
+    assert_eq!(echo(&mut k, "0", ">", "events/enable"), "");
+    assert_eq!(cat(&mut k, "set_event"), "");
+
+    // filter and trigger files, as Linux shows them with none set.
+    let ev = "events/sched/sched_switch";
+    assert_eq!(cat(&mut k, &format!("{ev}/filter")), "none\n");
+    assert_eq!(
+        cat(&mut k, "events/sched/filter"),
+        "### global filter ###\n\
+         # Use this to set filters for multiple events.\n\
+         # Only events with the given fields will be affected.\n\
+         # If no events are modified, an error message will be displayed here\n"
+    );
+    assert_eq!(
+        cat(&mut k, &format!("{ev}/trigger")),
+        "# Available triggers:\n\
+         # traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist\n"
+    );
+    assert_eq!(echo(&mut k, "0", ">", &format!("{ev}/filter")), "");
+    assert_eq!(echo(&mut k, "0", ">", "events/sched/filter"), "");
+    assert_eq!(
+        echo(&mut k, "'!traceon'", ">", &format!("{ev}/trigger")),
+        ""
+    );
+    for (bad, file) in [
+        ("'prev_pid == 1'", format!("{ev}/filter")),
+        ("'prev_pid == 1'", "events/sched/filter".to_string()),
+        ("traceon", format!("{ev}/trigger")),
+        ("bogus", format!("{ev}/trigger")),
+    ] {
+        assert_eq!(echo(&mut k, bad, ">", &file), EINVAL, "{bad} > {file}");
+    }
+    assert_eq!(cat(&mut k, &format!("{ev}/filter")), "none\n");
+
+    // set_event_pid: `>` replaces, `>>` adds, a bad number keeps the list.
+    assert_eq!(cat(&mut k, "set_event_pid"), "");
+    assert_eq!(echo(&mut k, "1 2", ">", "set_event_pid"), "");
+    assert_eq!(echo(&mut k, "3", ">>", "set_event_pid"), "");
+    assert_eq!(cat(&mut k, "set_event_pid"), "1\n2\n3\n");
+    for bad in ["abc", "'5 abc'", "-1"] {
+        assert_eq!(echo(&mut k, bad, ">>", "set_event_pid"), EINVAL, "{bad}");
+    }
+    assert_eq!(
+        clean(&k.run(&format!("echo 1073741824 >> {T}/set_event_pid"))),
+        "sh: echo: write error: Operation not permitted\n"
+    );
+    assert_eq!(k.run(&format!("echo >> {T}/set_event_pid")), "");
+    assert_eq!(cat(&mut k, "set_event_pid"), "1\n2\n3\n");
+    assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
+    assert_eq!(cat(&mut k, "set_event_pid"), "");
+    assert_eq!(echo(&mut k, "7", ">", "set_event_notrace_pid"), "");
+    assert_eq!(cat(&mut k, "set_event_notrace_pid"), "7\n");
+    assert_eq!(k.run(&format!("echo > {T}/set_event_notrace_pid")), "");
+}
+/// `prev_pid=` and `next_pid=` of a sched_switch line of `trace`.
+fn switch_pids(line: &str) -> (u32, u32) {
+    let field = |name: &str| -> u32 {
+        let at = line.find(name).unwrap_or_else(|| panic!("{line}")) + name.len();
+        let digits: String = line[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().unwrap_or_else(|_| panic!("{line}"))
+    };
+    (field(" prev_pid="), field(" next_pid="))
+}
+
+/// The sched_switch lines of `trace`, as (prev_pid, next_pid).
+fn switches(k: &mut Kernel) -> Vec<(u32, u32)> {
+    cat(k, "trace")
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" sched_switch: "))
+        .map(switch_pids)
+        .collect()
+}
+
+/// `calltree 1 N` on N new tasks, with only sched_switch recorded, and
+/// the switches it recorded.
+fn run_calltree(k: &mut Kernel, n: u32) -> Vec<(u32, u32)> {
+    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
+    let r = k.run(&format!("calltree 1 {n}"));
+    assert!(r.contains(&format!("calltree: {n} tasks")), "{r}");
+    assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+    switches(k)
+}
+
+/// set_event_pid keeps the events of other tasks out of `trace`: a
+/// sched_switch is recorded when prev or next is listed. With event-fork
+/// the children of a listed task are listed too, and leave when they exit.
+/// The shell is pid 1; `calltree` runs on new tasks.
+#[test]
+fn set_event_pid_filters_trace() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(echo(&mut k, "sched:sched_switch", ">", "set_event"), "");
+
+    // No list: switches between other tasks (calltree's and idle) show.
+    let all = run_calltree(&mut k, 2);
+    assert!(
+        all.iter().any(|&(p, n)| p != 1 && n != 1),
+        "no switch without the shell: {all:?}"
+    );
+
+    // Only the shell: every switch has it on one side.
+    assert_eq!(echo(&mut k, "1", ">", "set_event_pid"), "");
+    let only_sh = run_calltree(&mut k, 2);
+    assert!(!only_sh.is_empty());
+    assert!(
+        only_sh.iter().all(|&(p, n)| p == 1 || n == 1),
+        "{only_sh:?}"
+    );
+
+    // event-fork (off by default): calltree's tasks join the list while
+    // they live, so their switches to and from idle show.
+    assert_eq!(cat(&mut k, "options/event-fork"), "0\n");
+    assert_eq!(echo(&mut k, "event-fork", ">", "trace_options"), "");
+    assert!(cat(&mut k, "trace_options")
+        .lines()
+        .any(|l| l == "event-fork"));
+    let forked = run_calltree(&mut k, 2);
+    assert!(
+        forked.iter().any(|&(p, n)| p != 1 && n != 1),
+        "children not followed: {forked:?}"
+    );
+    // They left the list when they exited.
+    assert_eq!(cat(&mut k, "set_event_pid"), "1\n");
+
+    // Off again, and no list: everything shows again.
+    assert_eq!(echo(&mut k, "0", ">", "options/event-fork"), "");
+    assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
+    let again = run_calltree(&mut k, 2);
+    assert!(again.iter().any(|&(p, n)| p != 1 && n != 1), "{again:?}");
+}
