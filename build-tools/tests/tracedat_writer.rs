@@ -157,13 +157,19 @@ fn trace_cmd_dump_reads_every_section() {
     let path = temp("dump.dat");
     write(&path, &sample());
     let out = trace_cmd(&["dump", "--summary", "-i", path.to_str().unwrap()]);
+    let mut systems: Vec<&str> = tracer::trace_events::all_events()
+        .map(|e| e.system)
+        .collect();
+    systems.dedup();
+    assert!(systems.contains(&"sched"));
+    let systems = format!("[Events format, {} systems]", systems.len());
     for want in [
         "6\t[Version]",
         "8\t[Bytes in a long]",
         "4096\t[Page size, bytes]",
         "[Header page, 205 bytes]",
         "[Ftrace format, 6 events]",
-        "[Events format, 0 systems]",
+        &systems,
         "[Saved command lines, 17 bytes]",
         "2 [CPUs with tracing data]",
         "[1 options]",
@@ -181,6 +187,16 @@ fn trace_cmd_dump_reads_every_section() {
         "func_repeats",
     ] {
         assert!(out.contains(&format!("name: {e}\n")), "{e} missing:\n{out}");
+    }
+    // Every declared event's format, byte for byte, under its system.
+    let out = trace_cmd(&["dump", "--events", "-i", path.to_str().unwrap()]);
+    for e in tracer::trace_events::all_events() {
+        assert!(
+            out.contains(&e.format_file()),
+            "{}:{} missing:\n{out}",
+            e.system,
+            e.name
+        );
     }
 }
 
@@ -203,8 +219,38 @@ fn report_equals_trace_cmd_report() {
     assert!(!ours.contains("FAILED TO PARSE"));
     assert!(ours.contains(" func_repeats:            leaf_c (count: 3  last_ts:     5.000899)"));
     assert!(ours.contains(" helper_b (count: 65535  last_ts:     3.000777)"));
+    // Scheduler events in the sched plugin's format (trace-cmd's own).
+    for want in [
+        "init-1     [000]     5.000950: sched_wakeup:         worker:42 [120] CPU:000\n",
+        "init-1     [000]     5.000951: sched_switch:         init:1 [120] S ==> worker:42 [120]\n",
+        "worker-42    [000]     5.000952: sched_switch:         worker:42 [120] R ==> init:1 [120]\n",
+        "init-1     [000]     5.000953: sched_switch:         init:1 [120] D ==> swapper/0:0 [120]\n",
+    ] {
+        assert!(ours.contains(want), "no {want:?} in\n{ours}");
+    }
     let theirs = trace_cmd(&["report", p]);
     assert_eq!(ours, theirs);
+    // Without plugins (-N), libtraceevent evaluates the print fmt line of
+    // our format files: it must give the kernel's own text for the record.
+    let plain = trace_cmd(&["report", "-N", p]);
+    for rec in [
+        tracedat_common::sched_switch(("worker", 42), 0, true, ("init", 1)),
+        tracedat_common::sched_switch(("init", 1), 2, false, ("swapper/0", 0)),
+        tracedat_common::sched_wakeup(1, ("worker", 42), 0),
+    ] {
+        let call = tracer::trace_events::find_event(u16::from_le_bytes([rec[0], rec[1]])).unwrap();
+        let mut text = tracer::output::TraceSeq::new();
+        (call.print)(
+            &rec,
+            &mut text,
+            &build_tools::tracedat::report::Symbols::parse(""),
+        );
+        let text = text.as_str().unwrap().to_string();
+        assert!(
+            plain.contains(&format!("{}: ", call.name)) && plain.contains(&format!(" {text}\n")),
+            "{text:?} not in\n{plain}"
+        );
+    }
 
     let parent = report(
         &dat,

@@ -17,7 +17,7 @@ pub mod frame;
 pub mod pages;
 pub mod report;
 
-use dat::{DatError, TraceDat, OPTION_UNAME};
+use dat::{DatError, EventSystem, TraceDat, OPTION_UNAME};
 use frame::Transfer;
 use tracer::ring_buffer::decode_page;
 
@@ -31,6 +31,8 @@ pub const REQUIRED_FILES: [&str; 4] = [
 
 /// Builds the trace.dat content from an exported transfer: the texts go in
 /// as the kernel sent them, the ftrace event formats in name order, the
+/// formats of every other system (`events/SYSTEM/EVENT/format`) as that
+/// system's EVENT FORMATS entry, the
 /// kernel's uname as the UNAME option, and every CPU's non-empty pages in the
 /// order they were read. Each page is decoded first; one that does not
 /// decode is an error (a broken file is never produced).
@@ -49,10 +51,25 @@ pub fn trace_dat_from_transfer(t: &Transfer) -> Result<TraceDat, DatError> {
         dat.printk_formats = p.clone();
     }
     for (name, content) in &t.files {
-        if let Some(rest) = name.strip_prefix("events/ftrace/") {
-            if rest.ends_with("/format") && rest.matches('/').count() == 1 {
-                dat.ftrace_formats.push(content.clone());
-            }
+        let Some(path) = name.strip_prefix("events/") else {
+            continue;
+        };
+        let parts: Vec<&str> = path.split('/').collect();
+        let [system, _event, "format"] = parts[..] else {
+            continue;
+        };
+        if system == "ftrace" {
+            dat.ftrace_formats.push(content.clone());
+            continue;
+        }
+        // The files come in path order, so each system's events are
+        // together and in name order.
+        match dat.event_systems.last_mut() {
+            Some(sys) if sys.name == system => sys.formats.push(content.clone()),
+            _ => dat.event_systems.push(EventSystem {
+                name: system.to_string(),
+                formats: vec![content.clone()],
+            }),
         }
     }
     if dat.ftrace_formats.is_empty() {

@@ -154,6 +154,19 @@ impl Symbols {
     }
 }
 
+/// For the tracer's event printers (`%pS`-style symbols).
+impl tracer::output::SymbolResolver for Symbols {
+    /// (name, offset in it, size up to the next symbol).
+    fn lookup(&self, addr: u64) -> Option<(&str, u64, u64)> {
+        let i = self.sorted.partition_point(|(a, _)| *a <= addr);
+        if i == 0 || i >= self.sorted.len() {
+            return None;
+        }
+        let (a, name) = &self.sorted[i - 1];
+        Some((name.as_str(), addr - a, self.sorted[i].0 - a))
+    }
+}
+
 /// A record read from a CPU's pages.
 #[derive(Clone, Debug)]
 pub struct Record {
@@ -336,7 +349,9 @@ fn print_record(
         ("ftrace", "funcgraph_exit") => graph_exit_text(fmt, rec),
         ("ftrace", "print") => print_text(ctx, fmt, rec),
         ("ftrace", "func_repeats") => func_repeats_text(ctx, fmt, rec, opts.parent),
-        _ => None,
+        ("sched", "sched_switch") => sched_switch_text(ctx, fmt, rec),
+        ("sched", "sched_wakeup" | "sched_wakeup_new") => sched_wakeup_text(ctx, fmt, rec),
+        _ => event_text(ctx, fmt, rec),
     };
     match body {
         Some(b) => line.push_str(&b),
@@ -526,4 +541,114 @@ fn print_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> 
     let text = String::from_utf8_lossy(&bytes[..end]);
     let sym = func_name(ctx, ip).unwrap_or_else(|| format!("0x{ip:x}"));
     Some(format!("{sym}: {text}"))
+}
+
+/// A signed 4-byte (or smaller) field, as the sched plugin prints pids and
+/// priorities.
+fn int_field(fmt: &EventFormat, rec: &Record, name: &str) -> Option<i64> {
+    let f = fmt.field(name)?;
+    let v = fmt.num(&rec.data, name)?;
+    Some(match f.size {
+        1 => v as u8 as i8 as i64,
+        2 => v as u16 as i16 as i64,
+        4 => v as u32 as i32 as i64,
+        _ => v as i64,
+    })
+}
+
+/// A `char name[N]` field up to its NUL, and saves it as the name of
+/// `pid` when the file did not name that pid (libtraceevent's sched
+/// plugin `write_and_save_comm`: `tep_register_comm`, which keeps an
+/// existing name), so later records of that task show it.
+fn save_comm(ctx: &mut Ctx<'_>, fmt: &EventFormat, rec: &Record, name: &str, pid: i64) -> String {
+    let Some(f) = fmt.field(name) else {
+        return String::new();
+    };
+    let bytes = rec.data.get(f.offset..f.offset + f.size).unwrap_or(&[]);
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let comm = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    ctx.comms.entry(pid as i32).or_insert_with(|| comm.clone());
+    comm
+}
+
+/// The sched plugin's `write_state`: the letters of the low 8 bits of
+/// `prev_state` in its own order (`SDTtZXxW`, bit 0 first) joined by `|`,
+/// or `R` when none is set (so a preempted task, 0x100, prints `R`).
+fn sched_state(state: u64) -> String {
+    let letters: Vec<String> = "SDTtZXxW"
+        .chars()
+        .enumerate()
+        .filter(|(i, _)| state & (1 << i) != 0)
+        .map(|(_, c)| c.to_string())
+        .collect();
+    if letters.is_empty() {
+        "R".into()
+    } else {
+        letters.join("|")
+    }
+}
+
+/// libtraceevent's sched plugin (plugin_sched_switch.c,
+/// `sched_switch_handler`), which trace-cmd and KernelShark load:
+/// `prev_comm:prev_pid [prio] STATE ==> next_comm:next_pid [prio]`.
+fn sched_switch_text(ctx: &mut Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
+    let mut out = String::new();
+    let prev = int_field(fmt, rec, "prev_pid")?;
+    let _ = write!(
+        out,
+        "{}:{} ",
+        save_comm(ctx, fmt, rec, "prev_comm", prev),
+        prev
+    );
+    if let Some(p) = int_field(fmt, rec, "prev_prio") {
+        let _ = write!(out, "[{p}] ");
+    }
+    if let Some(state) = fmt.num(&rec.data, "prev_state") {
+        out.push_str(&sched_state(state));
+    }
+    out.push_str(" ==> ");
+    let next = int_field(fmt, rec, "next_pid")?;
+    let _ = write!(
+        out,
+        "{}:{}",
+        save_comm(ctx, fmt, rec, "next_comm", next),
+        next
+    );
+    if let Some(p) = int_field(fmt, rec, "next_prio") {
+        let _ = write!(out, " [{p}]");
+    }
+    Some(out)
+}
+
+/// The sched plugin's `sched_wakeup_handler`: `comm:pid [prio]`, then
+/// ` success=N` and ` CPU:NNN` for the fields the format has.
+fn sched_wakeup_text(ctx: &mut Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
+    let mut out = String::new();
+    let pid = int_field(fmt, rec, "pid")?;
+    let _ = write!(out, "{}:{}", save_comm(ctx, fmt, rec, "comm", pid), pid);
+    if let Some(p) = int_field(fmt, rec, "prio") {
+        let _ = write!(out, " [{p}]");
+    }
+    if let Some(v) = int_field(fmt, rec, "success") {
+        let _ = write!(out, " success={v}");
+    }
+    if let Some(v) = fmt.num(&rec.data, "target_cpu") {
+        let _ = write!(out, " CPU:{:03}", v as u32);
+    }
+    Some(out)
+}
+
+/// Any other event this kernel declares: its `TP_printk` text, printed by
+/// the same printer as the kernel's `trace` (tracer::trace_events), which
+/// is what libtraceevent computes from the `print fmt` line. An event the
+/// tracer does not know (or a format that names it differently) is
+/// `[FAILED TO PARSE]`.
+fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
+    let call = tracer::trace_events::find_event(fmt.id)?;
+    if call.system != fmt.system || call.name != fmt.name || rec.data.len() < call.size {
+        return None;
+    }
+    let mut out = tracer::output::TraceSeq::new();
+    (call.print)(&rec.data, &mut out, &ctx.syms);
+    Some(String::from_utf8_lossy(out.as_bytes()).into_owned())
 }

@@ -10,6 +10,7 @@ use tracer::entry::{
     FtraceEntry, FuncRepeatsEntry, GraphEntEntry, GraphRetEntry, PrintEntry, TraceEntry,
 };
 use tracer::events;
+use tracer::trace_events::{comm_bytes, sched, TaskInfo};
 
 pub const BASE: u64 = 0xffff_ffff_8000_0000;
 /// (offset from BASE, name); each function ends where the next begins.
@@ -100,6 +101,38 @@ pub fn print(pid: i32, text: &str) -> Vec<u8> {
     b
 }
 
+fn task(comm: &str, pid: i32, prio: i32) -> TaskInfo {
+    TaskInfo {
+        comm: comm_bytes(comm),
+        pid,
+        prio,
+    }
+}
+
+/// A `sched:sched_switch` record from `prev` (state `prev_state`, or
+/// preempted) to `next`, written by the tracer's own stage.
+pub fn sched_switch(
+    prev: (&str, i32),
+    prev_state: u32,
+    preempt: bool,
+    next: (&str, i32),
+) -> Vec<u8> {
+    let (p, n) = (task(prev.0, prev.1, 120), task(next.0, next.1, 120));
+    let mut b = vec![0u8; sched::sched_switch::size(preempt, &p, &n, prev_state)];
+    let common = TraceEntry::pack(sched::sched_switch::CALL.id, 0, 0, prev.1);
+    sched::sched_switch::write(&mut b, common, preempt, &p, &n, prev_state);
+    b
+}
+
+/// A `sched:sched_wakeup` record: `waker` wakes `(comm, pid)` onto `cpu`.
+pub fn sched_wakeup(waker: i32, woken: (&str, i32), cpu: i32) -> Vec<u8> {
+    let t = task(woken.0, woken.1, 120);
+    let mut b = vec![0u8; sched::sched_wakeup::size(&t, cpu)];
+    let common = TraceEntry::pack(sched::sched_wakeup::CALL.id, 0, 0, waker);
+    sched::sched_wakeup::write(&mut b, common, &t, cpu);
+    b
+}
+
 /// The kallsyms text, one `addr T name` line per symbol.
 pub fn kallsyms() -> String {
     SYMS.iter()
@@ -182,6 +215,24 @@ pub fn events() -> Vec<(usize, u64, Vec<u8>)> {
         t0 + 3_000_000_000 + 800_000,
         print(42, "cpu1 after a 3 s gap"),
     ));
+    // Scheduler events: a wake-up, a switch to the woken task (prev
+    // sleeping), one back (prev preempted while runnable), and to idle.
+    ev.push((0, t0 + 950_000, sched_wakeup(1, ("worker", 42), 0)));
+    ev.push((
+        0,
+        t0 + 951_000,
+        sched_switch(("init", 1), 1, false, ("worker", 42)),
+    ));
+    ev.push((
+        0,
+        t0 + 952_000,
+        sched_switch(("worker", 42), 0, true, ("init", 1)),
+    ));
+    ev.push((
+        0,
+        t0 + 953_000,
+        sched_switch(("init", 1), 2, false, ("swapper/0", 0)),
+    ));
     ev.sort_by_key(|e| (e.0, e.1));
     ev
 }
@@ -215,6 +266,12 @@ pub fn transfer() -> Transfer {
         t.files.insert(
             format!("events/ftrace/{}/id", e.name),
             format!("{}\n", e.id).into_bytes(),
+        );
+    }
+    for e in tracer::trace_events::all_events() {
+        t.files.insert(
+            format!("events/{}/{}/format", e.system, e.name),
+            e.format_file().into_bytes(),
         );
     }
     t.files.insert("kallsyms".into(), kallsyms().into_bytes());

@@ -6,7 +6,8 @@
 //! (trace-cmd: lib/tracefs + lib/trace-cmd/trace-output.c):
 //! `events/header_page` and `events/header_event` (ring_buffer.c
 //! `ring_buffer_print_page_header`/`_entry_header`), every
-//! `events/ftrace/<event>/format` (trace_export.c), `saved_cmdlines`
+//! `events/ftrace/<event>/format` (trace_export.c) and
+//! `events/<system>/<event>/format` (trace_events.c), `saved_cmdlines`
 //! (trace.c), `/proc/kallsyms` (kallsyms.c) and each CPU's
 //! `trace_pipe_raw`, which hands out whole ring-buffer pages in their binary
 //! `buffer_data_page` form (`ring_buffer_read_page`). We create the same
@@ -136,6 +137,18 @@ pub fn metadata_files() -> Vec<(String, Vec<u8>)> {
         ));
         files.push((
             format!("events/ftrace/{}/id", e.name),
+            format!("{}\n", e.id).into_bytes(),
+        ));
+    }
+    // Every declared event, under its system, as trace-cmd reads
+    // `events/SYSTEM/EVENT/format` for the EVENT FORMATS section.
+    for e in tracer::trace_events::all_events() {
+        files.push((
+            format!("events/{}/{}/format", e.system, e.name),
+            e.format_file().into_bytes(),
+        ));
+        files.push((
+            format!("events/{}/{}/id", e.system, e.name),
             format!("{}\n", e.id).into_bytes(),
         ));
     }

@@ -1,8 +1,9 @@
 //! The `irq_vectors` system (Linux: arch/x86/include/asm/trace/irq_vectors.h):
 //! the local APIC's own interrupts, each an `_entry`/`_exit` pair around
-//! its handler with the vector number (`DEFINE_IRQ_VECTOR_EVENT`). The
-//! `call_function` pair shows the cross-CPU calls the code patcher makes;
-//! `reschedule` the IPIs that ask another CPU to schedule.
+//! its handler with the vector number (`DEFINE_IRQ_VECTOR_EVENT`):
+//! `local_timer` the APIC timer, `call_function` the IPI that runs a
+//! function on other CPUs (`smp_call_function`), `reschedule` the IPI that
+//! asks another CPU to schedule.
 
 /// The declarations of the `irq_vectors` system, handed to `$stage`.
 #[macro_export]

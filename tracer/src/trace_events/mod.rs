@@ -18,11 +18,19 @@
 //!   from `offset_of!`, so the `format` file cannot disagree with the record)
 //!   and `print` (the `TP_printk` part).
 //! - The kernel's stages make the tracepoint and its call site
-//!   (`kernel/src/events.rs`) and the probe that writes the record into the
-//!   ring buffer (`kernel/src/trace/events.rs`).
+//!   (`kernel/src/events/`, `kernel/src/tracepoint.rs`) and the probe that
+//!   writes the record into the ring buffer (`kernel/src/trace/events.rs`).
 //!
 //! Since this crate cannot see the kernel's types, tracepoint arguments are
-//! plain values or the small views defined here ([`TaskInfo`]).
+//! plain values, `&str` for strings, or the small views defined here
+//! ([`TaskInfo`]).
+//!
+//! The systems, one file each, with their ids: `sched` (300..),
+//! `irq` (320..), `irq_vectors` (330..), `kmem` (340..), and this kernel's
+//! own `vfs` (360..) and `shell` (370..) (see their module docs for why
+//! those names). [`systems()`] lists them for the `events/` directory.
+//! The printer (`crate::output`) finds an event by its record's type
+//! ([`find_event`]) and prints `NAME: ` and the event's text.
 
 use alloc::format;
 use alloc::string::String;
