@@ -8,11 +8,13 @@
 //!   (Linux: `scripts/sorttable.c`, `BUILDTIME_MCOUNT_SORT`).
 //! - [`names`]: the one-token function names both of them use; `linked`: the
 //!   checks kallsyms and sorttable make when they open the linked kernel.
+//! - [`event_select`]: which events `ktrace record -e` enables.
 //! - [`tracedat`]: `ktrace`'s trace.dat writer and reader; [`session`]: the
 //!   kernel's console under QEMU, driven by `ktrace` and the QEMU tests.
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod event_select;
 pub mod kallsyms;
 mod linked;
 pub mod names;

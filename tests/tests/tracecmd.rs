@@ -835,3 +835,173 @@ fn trace_printk_in_trace_and_trace_cmd() {
         "{report}"
     );
 }
+
+/// One event line of the kernel's `trace` or of `trace-cmd report`:
+/// (task, cpu, time, event, text), for lines whose body is `event: text`.
+type EvLine = (String, usize, String, String, String);
+
+fn parse_event_line(line: &str) -> Option<EvLine> {
+    let open = line.find("] ")?;
+    let lb = line[..open].rfind(" [")?;
+    let task = line[..lb].trim().to_string();
+    let cpu = line[lb + 2..open].parse().ok()?;
+    let rest = &line[open + 2..];
+    let colon = rest.find(": ")?;
+    let ts = rest[..colon].split_whitespace().last()?.to_string();
+    let (event, text) = rest[colon + 2..].split_once(": ")?;
+    Some((
+        task,
+        cpu,
+        ts,
+        event.trim().to_string(),
+        text.trim().to_string(),
+    ))
+}
+
+/// The `event` lines of `text` per CPU, in order.
+fn events_per_cpu(text: &str, events: &[&str]) -> BTreeMap<usize, Vec<EvLine>> {
+    let mut m: BTreeMap<usize, Vec<EvLine>> = BTreeMap::new();
+    for e in text.lines().filter_map(parse_event_line) {
+        if events.contains(&e.3.as_str()) {
+            m.entry(e.1).or_default().push(e);
+        }
+    }
+    m
+}
+
+/// `key=value` pairs of an event's text, in order.
+fn fields(text: &str) -> BTreeMap<String, String> {
+    text.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// What libtraceevent's sched plugin prints for a record the kernel
+/// printed as `text` (Linux's TP_printk): `prev_comm:prev_pid [prio] STATE
+/// ==> next_comm:next_pid [prio]`, the state in the plugin's letters
+/// (`SDTtZXxW` for bits 0..7, `R` for none: the `+` of a preempted task is
+/// bit 8, which it does not show); `comm:pid [prio] CPU:NNN` for wake-ups.
+fn plugin_text(event: &str, text: &str) -> String {
+    let f = fields(text);
+    match event {
+        "sched_switch" => {
+            let kernel_bits = "SDTtXZPI";
+            let plugin = "SDTtZXxW";
+            let letters: Vec<String> = f["prev_state"]
+                .trim_end_matches('+')
+                .split('|')
+                .filter_map(|l| kernel_bits.find(l))
+                .map(|bit| plugin[bit..bit + 1].to_string())
+                .collect();
+            let state = if letters.is_empty() {
+                "R".to_string()
+            } else {
+                letters.join("|")
+            };
+            format!(
+                "{}:{} [{}] {} ==> {}:{} [{}]",
+                f["prev_comm"],
+                f["prev_pid"],
+                f["prev_prio"],
+                state,
+                f["next_comm"],
+                f["next_pid"],
+                f["next_prio"]
+            )
+        }
+        _ => format!(
+            "{}:{} [{}] CPU:{}",
+            f["comm"], f["pid"], f["prio"], f["target_cpu"]
+        ),
+    }
+}
+
+/// `ktrace record -p function -e sched:sched_switch -e sched_wakeup`: the
+/// events `trace-cmd report` shows are the kernel's own, event for event
+/// per CPU: without plugins (`-N`, libtraceevent evaluates our `print fmt`)
+/// with the kernel's exact text, and by default in trace-cmd's sched
+/// plugin format, which `ktrace report` mirrors; the function events are
+/// all there too.
+#[test]
+fn ktrace_record_events_match_the_kernel_trace() {
+    let dat = scratch("events.dat");
+    let r = Command::new(ktrace_bin())
+        .current_dir(root())
+        .args(["record", "--smp", "4", "-p", "function", "-l"])
+        .arg("kernel::shell::work::*")
+        .args(["-e", "sched:sched_switch", "-e", "sched_wakeup", "-o"])
+        .arg(&dat)
+        .args([
+            "--",
+            "work sleep 2",
+            "echo 0 > /tracing/tracing_on",
+            "cat /tracing/trace",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "ktrace record: {stderr}");
+    assert!(!stderr.contains("LOST"), "the test expects no lost events");
+    let d = dat.to_str().unwrap();
+    let sched = ["sched_switch", "sched_wakeup"];
+    let kernel = events_per_cpu(&stderr, &sched);
+    let n_kernel: usize = kernel.values().map(Vec::len).sum();
+    assert!(
+        kernel
+            .values()
+            .flatten()
+            .filter(|e| e.3 == "sched_switch")
+            .count()
+            >= 8,
+        "too few sched_switch events:\n{stderr}"
+    );
+    assert!(kernel.values().flatten().any(|e| e.3 == "sched_wakeup"));
+
+    // -N: no plugins, the print fmt line of our format files.
+    let plain = trace_cmd(&["report", "-N", d]);
+    assert!(!plain.contains("FAILED TO PARSE"), "{plain}");
+    assert_eq!(events_per_cpu(&plain, &sched), kernel, "report -N differs");
+
+    // Default: the sched plugin.
+    let report = trace_cmd(&["report", d]);
+    assert!(!report.contains("FAILED TO PARSE"), "{report}");
+    let plugin = events_per_cpu(&report, &sched);
+    let want: BTreeMap<usize, Vec<EvLine>> = kernel
+        .iter()
+        .map(|(cpu, evs)| {
+            let evs = evs
+                .iter()
+                .map(|(task, cpu, ts, ev, text)| {
+                    (
+                        task.clone(),
+                        *cpu,
+                        ts.clone(),
+                        ev.clone(),
+                        plugin_text(ev, text),
+                    )
+                })
+                .collect();
+            (*cpu, evs)
+        })
+        .collect();
+    assert_eq!(plugin, want, "the sched plugin's report differs");
+    assert_eq!(plugin.values().map(Vec::len).sum::<usize>(), n_kernel);
+
+    // The function events recorded alongside.
+    let kernel_functions = stderr
+        .lines()
+        .filter_map(parse_kernel_line)
+        .filter(|e| e.3.starts_with("kernel::shell::work::"))
+        .count();
+    let report_functions = report.lines().filter(|l| l.contains(" function: ")).count();
+    assert!(kernel_functions > 0, "{stderr}");
+    assert_eq!(report_functions, kernel_functions);
+
+    // ktrace report prints what trace-cmd prints.
+    let ours = Command::new(ktrace_bin())
+        .args(["report", "-i", d])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
+}

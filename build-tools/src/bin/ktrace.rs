@@ -7,7 +7,9 @@
 //!     ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
 //!
 //! `record` boots the kernel (`qemu.sh`, COM2 captured to a file), sets the
-//! tracer and filters as `trace-cmd record` does through tracefs, runs each
+//! tracer and filters as `trace-cmd record` does through tracefs, enables
+//! the events `-e` selects (`SYSTEM:EVENT`, a system or an event name, globs,
+//! `all`; as trace-cmd), runs each
 //! shell line, stops tracing, runs `trace-export` and powers off; the frames
 //! on COM2 are checked (CRC, sequence, totals) and become a trace.dat v6.
 //! `extract` does the same without touching the tracing setup: the lines
@@ -22,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
+use build_tools::event_select::select_events;
 use build_tools::session::{error_lines, repo_root, Options, Session};
 use build_tools::tracedat::dat::TraceDat;
 use build_tools::tracedat::frame::decode_stream;
@@ -35,6 +38,7 @@ usage: ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVEN
        ktrace extract [-o FILE] [--smp N] [-v] -- 'SHELL LINE'...
        ktrace extract [-o FILE] -i CAPTURE
        ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
+-e EVENT: SYSTEM:EVENT, a SYSTEM, an EVENT name, globs (sched:sched_wak*), or all.
 Each SHELL LINE is one line typed into the kernel's shell (no `;`).
 Output defaults to trace.dat.";
 
@@ -174,8 +178,9 @@ fn run_checked(s: &mut Session, line: &str) -> Result<String> {
 }
 
 /// The tracefs writes `trace-cmd record` makes, in its order: stop,
-/// buffer size, filters, events, tracer, clear, start.
-fn setup_lines(a: &RecordArgs) -> Vec<String> {
+/// buffer size, filters, events (`events`: the (system, event) pairs the
+/// `-e` patterns selected), tracer, clear, start.
+fn setup_lines(a: &RecordArgs, events: &[(String, String)]) -> Vec<String> {
     let mut l = vec!["echo 0 > /tracing/tracing_on".to_string()];
     if let Some(kb) = a.buffer_kb {
         l.push(format!("echo {kb} > /tracing/buffer_size_kb"));
@@ -189,9 +194,8 @@ fn setup_lines(a: &RecordArgs) -> Vec<String> {
     for f in &a.graph {
         l.push(format!("echo '{f}' >> /tracing/set_graph_function"));
     }
-    for e in &a.events {
-        let path = e.replace(':', "/");
-        l.push(format!("echo 1 > /tracing/events/{path}/enable"));
+    for (system, event) in events {
+        l.push(format!("echo 1 > /tracing/events/{system}/{event}/enable"));
     }
     if let Some(t) = &a.tracer {
         l.push(format!("echo {t} > /tracing/current_tracer"));
@@ -273,7 +277,17 @@ fn boot(smp: u32, com2: &Path, verbose: bool) -> Result<Session> {
 
 fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
     let mut s = boot(a.smp, com2, a.verbose)?;
-    let mut lines = if record { setup_lines(a) } else { Vec::new() };
+    let events = if record && !a.events.is_empty() {
+        let available = run_checked(&mut s, "cat /tracing/available_events")?;
+        select_events(&a.events, &available).map_err(Error::new)?
+    } else {
+        Vec::new()
+    };
+    let mut lines = if record {
+        setup_lines(a, &events)
+    } else {
+        Vec::new()
+    };
     let user_start = lines.len();
     lines.extend(a.lines.iter().cloned());
     for (i, line) in lines.iter().enumerate() {
