@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 16] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -19,8 +19,12 @@ const NAMES: [&str; 12] = [
     "call_graph",
     "call_graph_tracing_off",
     "rb_event_1cpu",
+    "tracepoint_off_base",
+    "tracepoint_off",
     "enable_all_per_site",
     "disable_all_per_site",
+    "event_enable_all_per_site",
+    "event_disable_all_per_site",
     "boot_nop_per_site",
     "format_per_event",
 ];
@@ -145,6 +149,13 @@ fn check(mode: &str) {
         );
     }
     assert!(got["enable_all_per_site"] <= 1000 && got["disable_all_per_site"] <= 1000);
+    // A disabled static branch (a tracepoint whose event is off) costs its
+    // NOP at most.
+    assert!(
+        got["tracepoint_off"] <= got["tracepoint_off_base"] + 1,
+        "{mode}: a disabled tracepoint costs more than 1 instruction"
+    );
+    assert!(got["event_enable_all_per_site"] <= 1000 && got["event_disable_all_per_site"] <= 1000);
     // The all-CPU case needs vCPUs that run in parallel: under icount it
     // refuses rather than print a figure that cannot show contention.
     let out = k.run_with_timeout("bench allcpu", Duration::from_secs(60));

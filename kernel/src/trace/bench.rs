@@ -46,6 +46,7 @@ use super::trace::{
     self, global_trace, trace_buffer_write, trace_entry, tracing_gen_ctx_dec, TraceArray,
 };
 use crate::arch::{self, percpu::MAX_CPUS};
+use crate::jump_label::{static_key_disable, static_key_enable, StaticKey};
 
 /// Operations per batch.
 const N: u64 = 1000;
@@ -663,6 +664,124 @@ fn update_all() -> Result<(u64, u64, u64), String> {
     best.ok_or_else(|| String::from("no run"))
 }
 
+// ---------------------------------------------------------------------------
+// Static keys: a disabled tracepoint, and patching a key's sites
+
+/// The key of [`tracepoint_leaf_off`]'s branch; never enabled.
+static TRACEPOINT_OFF_KEY: StaticKey = StaticKey::new();
+/// Calls of [`tracepoint_probe`] (must stay 0 while the key is off).
+static TRACEPOINT_PROBED: AtomicU64 = AtomicU64::new(0);
+
+/// What the branch calls when taken: a tracepoint's probe call.
+#[inline(never)]
+fn tracepoint_probe(a: u64, b: u64) {
+    TRACEPOINT_PROBED.fetch_add(black_box(a ^ b) | 1, Ordering::Relaxed);
+}
+
+/// The benchmark body with a disabled tracepoint in front (what every
+/// `trace_NAME(args)` call is while its event is off): the site is a
+/// 5-byte NOP and the probe call is out of line.
+#[inline(never)]
+fn tracepoint_leaf_off(a: u64, b: u64) -> u64 {
+    if crate::static_branch_unlikely!(TRACEPOINT_OFF_KEY) {
+        tracepoint_probe(a, b);
+    }
+    a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
+}
+
+/// [`tracepoint_leaf_off`] without the tracepoint. Both are in this
+/// (notrace) module, so both have the same NOPed ftrace site. (Their
+/// rotation differs from the leaf's, or the compiler would merge this one
+/// with `ktrace_bench_leaf`, whose site is traceable.)
+#[inline(never)]
+fn tracepoint_leaf_base(a: u64, b: u64) -> u64 {
+    a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
+}
+
+/// The key of [`bench_key_sites`]'s `JL_SITES` sites.
+static BENCH_SITES_KEY: StaticKey = StaticKey::new();
+/// Bit `i` set when site `i` of [`bench_key_sites`] took its branch.
+static BENCH_SITES_RAN: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+/// Sites of [`BENCH_SITES_KEY`].
+const JL_SITES: u64 = 256;
+
+#[inline(never)]
+fn bench_site_ran(i: u64) {
+    BENCH_SITES_RAN[(i / 64) as usize].fetch_or(1 << (i % 64), Ordering::Relaxed);
+}
+
+/// One function with 64 sites of [`BENCH_SITES_KEY`], numbered from `$base`.
+macro_rules! bench_sites_fn {
+    ($name:ident, $base:literal) => {
+        #[inline(never)]
+        fn $name() {
+            bench_sites_fn!(@sites $base; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21
+                22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47
+                48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+        }
+    };
+    (@sites $base:literal; $($i:literal)+) => {
+        $(
+            if crate::static_branch_unlikely!(BENCH_SITES_KEY) {
+                bench_site_ran($base + $i);
+            }
+        )+
+    };
+}
+bench_sites_fn!(bench_key_sites_0, 0);
+bench_sites_fn!(bench_key_sites_1, 64);
+bench_sites_fn!(bench_key_sites_2, 128);
+bench_sites_fn!(bench_key_sites_3, 192);
+
+/// How many of [`BENCH_SITES_KEY`]'s sites took their branch in one call of
+/// every site function.
+fn bench_key_sites_taken() -> u64 {
+    for w in &BENCH_SITES_RAN {
+        w.store(0, Ordering::Relaxed);
+    }
+    bench_key_sites_0();
+    bench_key_sites_1();
+    bench_key_sites_2();
+    bench_key_sites_3();
+    BENCH_SITES_RAN
+        .iter()
+        .map(|w| w.load(Ordering::Relaxed).count_ones() as u64)
+        .sum()
+}
+
+/// (enable ticks, disable ticks) of [`BENCH_SITES_KEY`] (all its
+/// `JL_SITES` sites patched each way), the cheapest of `UPDATE_REPS`, each
+/// checked: every site runs its branch after the enable and none after
+/// the disable, and jump_label_check finds no bad site.
+fn static_key_update() -> Result<(u64, u64), String> {
+    let mut best: Option<(u64, u64)> = None;
+    for _ in 0..UPDATE_REPS {
+        let t0 = arch::rdtsc();
+        static_key_enable(&BENCH_SITES_KEY).map_err(|e| format!("enable: {:?}", e))?;
+        let on = arch::rdtsc().wrapping_sub(t0);
+        let taken_on = bench_key_sites_taken();
+        let bad_on = crate::jump_label::jump_label_check().bad;
+        let t1 = arch::rdtsc();
+        static_key_disable(&BENCH_SITES_KEY).map_err(|e| format!("disable: {:?}", e))?;
+        let off = arch::rdtsc().wrapping_sub(t1);
+        let taken_off = bench_key_sites_taken();
+        let bad_off = crate::jump_label::jump_label_check().bad;
+        if taken_on != JL_SITES || taken_off != 0 || bad_on + bad_off != 0 {
+            return Err(format!(
+                "{} of {} sites taken when on, {} when off, {} bad sites",
+                taken_on,
+                JL_SITES,
+                taken_off,
+                bad_on + bad_off
+            ));
+        }
+        if best.is_none_or(|b| on + off < b.0 + b.1) {
+            best = Some((on, off));
+        }
+    }
+    best.ok_or_else(|| String::from("no run"))
+}
+
 /// Ticks per event to print `trace` over `N` function events on this CPU.
 /// The events are the function tracer's (the leaf called from this
 /// module), written with fixed time stamps so that the text, and so its
@@ -896,6 +1015,17 @@ pub fn run(args: &[String]) -> String {
 
     rep.result("rb_event_1cpu", rb_cost(tr).map(|t| (t, N)));
 
+    // A disabled tracepoint against the same function without one.
+    let base = call_cost(tracepoint_leaf_base, &mut || {});
+    rep.figure("tracepoint_off_base", base, N);
+    let probed = TRACEPOINT_PROBED.load(Ordering::Relaxed);
+    let off = call_cost(tracepoint_leaf_off, &mut || {});
+    if TRACEPOINT_OFF_KEY.is_enabled() || TRACEPOINT_PROBED.load(Ordering::Relaxed) != probed {
+        rep.failed("tracepoint_off", "the disabled tracepoint's probe ran");
+    } else {
+        rep.figure("tracepoint_off", off, N);
+    }
+
     match update_all() {
         Ok((on, off, sites)) => {
             rep.figure("enable_all_per_site", on, sites);
@@ -904,6 +1034,16 @@ pub fn run(args: &[String]) -> String {
         Err(e) => {
             rep.failed("enable_all_per_site", &e);
             rep.failed("disable_all_per_site", &e);
+        }
+    }
+    match static_key_update() {
+        Ok((on, off)) => {
+            rep.figure("event_enable_all_per_site", on, JL_SITES);
+            rep.figure("event_disable_all_per_site", off, JL_SITES);
+        }
+        Err(e) => {
+            rep.failed("event_enable_all_per_site", &e);
+            rep.failed("event_disable_all_per_site", &e);
         }
     }
     let nrec = ftrace::records().len() as u64;
