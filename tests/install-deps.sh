@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need when it is missing, on Debian:
-#   QEMU (qemu-system-x86_64, or $QEMU), trace-cmd, a C linker (cc: the host
+#   QEMU (qemu-system-x86_64, or $QEMU), trace-cmd, KernelShark's library
+#   (libkshark, with pkg-config and its headers), a C linker (cc: the host
 #   crates link with it), binutils (ld, objdump) new enough for boot/build.sh,
 #   and flock.
 # As root it runs apt-get itself; as another user it runs `sudo -n apt-get`,
 # and when sudo is absent or wants a password it prints the exact command to
 # run and stops (exit 1). Called by tests/run.sh; tests/tests/install.rs runs
 # it against shims of apt-get, sudo and id to check how it calls them.
-# `--boot` (qemu.sh) leaves out what only the tests need (trace-cmd).
+# `--boot` (qemu.sh) leaves out what only the tests need (trace-cmd,
+# KernelShark).
 set -euo pipefail
 BOOT_ONLY=0
 [ "${1:-}" = --boot ] && BOOT_ONLY=1
@@ -19,6 +21,11 @@ missing_packages() {
     local need=()
     command -v "$QEMU" >/dev/null 2>&1 || need+=(qemu-system-x86)
     [ "$BOOT_ONLY" = 1 ] || command -v trace-cmd >/dev/null 2>&1 || need+=(trace-cmd)
+    # KernelShark's library and plugins, and what building a small program
+    # against the library takes (tests/tests/tracecmd.rs checks trace.dat
+    # files with KernelShark's sched_events plugin).
+    [ "$BOOT_ONLY" = 1 ] || { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libkshark 2>/dev/null; } ||
+        need+=(kernelshark libkshark-dev libjson-c-dev libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config)
     command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
     { command -v ld >/dev/null 2>&1 && command -v objdump >/dev/null 2>&1; } || need+=(binutils)
     command -v flock >/dev/null 2>&1 || need+=(util-linux)

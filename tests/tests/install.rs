@@ -1,5 +1,6 @@
 //! The install step of `tests/run.sh` (`tests/install-deps.sh`), run against
-//! a `PATH` in which QEMU, trace-cmd and cc are missing and `apt-get`, `sudo`
+//! a `PATH` in which QEMU, trace-cmd, KernelShark's library (pkg-config
+//! finds no libkshark) and cc are missing and `apt-get`, `sudo`
 //! and `id` are shims that log how they were called. The shim `apt-get`
 //! "installs" by creating the missing commands, so the script's check after
 //! installing passes only when it asked for the right packages.
@@ -8,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Commands the script itself uses, linked from the real system.
-const REAL: &[&str] = &["bash", "env", "head", "true", "cat"];
+/// Commands the script and the shims use, linked from the real system.
+const REAL: &[&str] = &["bash", "env", "head", "true", "cat", "chmod"];
 
 struct Sandbox {
     dir: PathBuf,
@@ -65,6 +66,7 @@ if [ "$1" = install ]; then
       qemu-system-x86) printf '#!/bin/bash\n' > {bin_s}/qemu-system-x86_64; chmod +x {bin_s}/qemu-system-x86_64 ;;
       trace-cmd) printf '#!/bin/bash\n' > {bin_s}/trace-cmd; chmod +x {bin_s}/trace-cmd ;;
       gcc) printf '#!/bin/bash\n' > {bin_s}/cc; chmod +x {bin_s}/cc ;;
+      libkshark-dev) printf '#!/bin/bash\n' > {bin_s}/pkg-config; chmod +x {bin_s}/pkg-config ;;
     esac
   done
 fi"#
@@ -106,7 +108,7 @@ fi"#
     }
 }
 
-const PKGS: &str = "qemu-system-x86 trace-cmd gcc libc6-dev";
+const PKGS: &str = "qemu-system-x86 trace-cmd kernelshark libkshark-dev libjson-c-dev libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc libc6-dev";
 
 #[test]
 fn as_root_runs_apt_get_itself() {
@@ -175,7 +177,7 @@ fn as_user_without_usable_sudo_says_what_to_run() {
 #[test]
 fn old_binutils_is_refused_clearly() {
     let sb = Sandbox::new("oldld", 0, None);
-    for cmd in ["qemu-system-x86_64", "trace-cmd", "cc"] {
+    for cmd in ["qemu-system-x86_64", "trace-cmd", "pkg-config", "cc"] {
         write_script(&sb.bin.join(cmd), "true");
     }
     write_script(
@@ -195,7 +197,7 @@ fn honours_qemu_variable() {
     // QEMU names a binary that exists: nothing to install for QEMU.
     let sb = Sandbox::new("qemuvar", 0, None);
     write_script(&sb.bin.join("my-qemu"), "true");
-    for cmd in ["trace-cmd", "cc"] {
+    for cmd in ["trace-cmd", "pkg-config", "cc"] {
         write_script(&sb.bin.join(cmd), "true");
     }
     let out = sb.run_with(&[], &[("QEMU", "my-qemu")]);
@@ -209,7 +211,8 @@ fn honours_qemu_variable() {
 
 #[test]
 fn boot_mode_leaves_out_trace_cmd() {
-    // qemu.sh's `--boot`: what building and booting need, not trace-cmd.
+    // qemu.sh's `--boot`: what building and booting need, not trace-cmd or
+    // KernelShark.
     let sb = Sandbox::new("boot", 0, None);
     let out = sb.run_with(&["--boot"], &[]);
     assert!(

@@ -1004,4 +1004,117 @@ fn ktrace_record_events_match_the_kernel_trace() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
+
+    // KernelShark's library and its sched_events plugin on the same file:
+    // the plugin initialises, its sched_switch handler gives every switch
+    // to the task switched in (what colours the CPU plots and starts a
+    // task's lane), and each task the kernel switched has a lane with its
+    // name.
+    let ks = kshark_check(&dat);
+    assert!(ks.contains("plugin sched_events: loaded\n"), "{ks}");
+    let mut ks_switches: BTreeMap<usize, Vec<(i64, i64)>> = BTreeMap::new();
+    for l in ks.lines().filter_map(|l| l.strip_prefix("switch ")) {
+        let v: Vec<i64> = l.split(' ').map(|x| x.parse().unwrap()).collect();
+        let [cpu, _ts, prev, next, entry_pid] = v[..] else {
+            panic!("{l}")
+        };
+        assert_eq!(
+            entry_pid, next,
+            "the plugin did not move the switch to the next task: {l}"
+        );
+        ks_switches
+            .entry(cpu as usize)
+            .or_default()
+            .push((prev, next));
+    }
+    let kernel_switches: BTreeMap<usize, Vec<(i64, i64)>> = kernel
+        .iter()
+        .map(|(cpu, evs)| {
+            let v = evs
+                .iter()
+                .filter(|e| e.3 == "sched_switch")
+                .map(|e| {
+                    let f = fields(&e.4);
+                    (
+                        f["prev_pid"].parse().unwrap(),
+                        f["next_pid"].parse().unwrap(),
+                    )
+                })
+                .collect();
+            (*cpu, v)
+        })
+        .collect();
+    assert_eq!(ks_switches, kernel_switches);
+    let lanes: BTreeMap<i64, (String, usize)> = ks
+        .lines()
+        .filter_map(|l| l.strip_prefix("task "))
+        .map(|l| {
+            let v: Vec<&str> = l.split(' ').collect();
+            (
+                v[0].parse().unwrap(),
+                (v[1].to_string(), v[2].parse().unwrap()),
+            )
+        })
+        .collect();
+    for e in kernel.values().flatten().filter(|e| e.3 == "sched_switch") {
+        let f = fields(&e.4);
+        let pid: i64 = f["next_pid"].parse().unwrap();
+        let name = if pid == 0 {
+            "<idle>"
+        } else {
+            f["next_comm"].as_str()
+        };
+        let lane = lanes
+            .get(&pid)
+            .unwrap_or_else(|| panic!("no lane for {pid}:\n{ks}"));
+        assert_eq!(lane.0, name);
+        assert!(lane.1 > 0, "{ks}");
+    }
+}
+
+/// Builds tests/kshark/kshark_check.c against libkshark (KernelShark's
+/// library; tests/install-deps.sh installs it) and runs it on `dat` with
+/// KernelShark's own sched_events plugin.
+fn kshark_check(dat: &Path) -> String {
+    let pkg = |arg: &str| -> String {
+        let out = Command::new("pkg-config")
+            .args([arg, "libkshark"])
+            .output()
+            .expect("pkg-config is not installed (tests/install-deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "pkg-config {arg} libkshark failed (tests/install-deps.sh installs libkshark-dev): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let flags = pkg("--cflags") + " " + &pkg("--libs");
+    let bin = scratch("kshark_check");
+    let cc = Command::new("cc")
+        .arg(root().join("tests/kshark/kshark_check.c"))
+        .arg("-o")
+        .arg(&bin)
+        .args(flags.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "cc kshark_check.c: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let plugin =
+        PathBuf::from(pkg("--variable=libdir")).join("kernelshark/plugins/plugin-sched_events.so");
+    assert!(
+        plugin.is_file(),
+        "{} missing (the kernelshark package has it)",
+        plugin.display()
+    );
+    let out = Command::new(&bin).arg(dat).arg(&plugin).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "kshark_check: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
 }
