@@ -171,6 +171,15 @@ fn set_event_syntax_enable_files_and_errors() {
         assert_eq!(echo(&mut k, bad, ">", &file), EINVAL, "{bad} > {file}");
     }
     assert_eq!(cat(&mut k, &format!("{ev}/filter")), "none\n");
+    // The ftrace system: no enable or filter; only print has a trigger.
+    assert_eq!(
+        lines(&cat(&mut k, "events/ftrace/print/trigger")),
+        lines(&cat(&mut k, &format!("{ev}/trigger")))
+    );
+    let ftrace = clean(&k.run(&format!("ls {T}/events/ftrace {T}/events/ftrace/function")));
+    for absent in ["enable", "filter", "trigger"] {
+        assert!(!ftrace.lines().any(|l| l == absent), "{ftrace}");
+    }
 
     // set_event_pid: `>` replaces, `>>` adds, a bad number keeps the list.
     assert_eq!(cat(&mut k, "set_event_pid"), "");

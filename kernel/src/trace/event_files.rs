@@ -193,14 +193,6 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
         let sys = tracefs::get_or_create_dir(&events, system)?;
         let dir = tracefs::get_or_create_dir(&sys, name)?;
         if system == "ftrace" {
-            if name == "print" {
-                fixed_file(
-                    &dir,
-                    "trigger",
-                    set_event::trigger_text_empty,
-                    trigger_write,
-                )?;
-            }
             continue;
         }
         fixed_file(
@@ -226,6 +218,19 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
                 filter_write,
             )?;
         }
+    }
+    // ftrace/print (made with the other internal formats) fires on
+    // trace_marker writes, so Linux gives it a trigger file, and it alone
+    // of the ftrace system.
+    if let Some(print) =
+        tracefs::lookup(&events, "ftrace").and_then(|d| tracefs::lookup(&d, "print"))
+    {
+        fixed_file(
+            &print,
+            "trigger",
+            set_event::trigger_text_empty,
+            trigger_write,
+        )?;
     }
     Ok(())
 }
