@@ -21,8 +21,10 @@
 //! tracers (`function-trace`, `display-graph`) and for the function
 //! profiler (`graph-time`) are not listed, and writing them is `EINVAL`,
 //! as for any unknown name. So is `hash-ptr`: it changes how trace events
-//! print `%p`, and no record this kernel writes prints a pointer. `fields`
-//! came after Linux 6.1 and is not listed either.
+//! print `%p`, and the only ones that print a pointer here, kmem's
+//! `kmalloc` and `kfree`, always print it as Linux does with `hash-ptr`
+//! off (the raw value, 16 hex digits). `fields` came after Linux 6.1 and
+//! is not listed either.
 
 use alloc::string::String;
 
