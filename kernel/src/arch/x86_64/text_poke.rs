@@ -65,7 +65,7 @@ impl TextPoke {
     /// Takes the text lock. Preemption stays off while the alias exists, so the
     /// alias is only ever used by the CPU that mapped it.
     pub fn lock() -> TextPoke {
-        crate::sched::preempt_disable();
+        super::percpu::this_cpu_preempt_inc(); // Linux: preempt_disable()
         TextPoke {
             _guard: TEXT_MUTEX.lock(),
             mapped: None,
@@ -112,7 +112,7 @@ impl Drop for TextPoke {
             paging::unmap_4k(POKE_VA);
             paging::unmap_4k(POKE_VA + PAGE_SIZE);
         }
-        crate::sched::preempt_enable();
+        super::percpu::this_cpu_preempt_dec(); // Linux: preempt_enable()
     }
 }
 

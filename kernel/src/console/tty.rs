@@ -1,15 +1,11 @@
-//! The serial console: output to COM1 and an input queue filled by the serial
-//! interrupt, with the wait queue its readers sleep on. `print!`/`println!`
-//! write here (Linux: kernel/printk, drivers/tty). Ctrl-C typed here sends
-//! SIGINT (`sched::send_sigint`), as a tty's line discipline does.
-use core::fmt::{self, Write};
-
+//! The console's input side (Linux: drivers/tty): an input queue filled
+//! by the serial interrupt, with the wait queue its readers sleep on.
+//! Ctrl-C typed here sends SIGINT (`sched::send_sigint`), as a tty's line
+//! discipline does.
 use spin::Mutex;
 
-use crate::arch::serial::SerialPort;
+use super::COM1;
 use crate::sched::WaitQueue;
-
-static COM1: Mutex<SerialPort> = Mutex::new(SerialPort::new(0x3f8));
 
 /// Bytes received but not yet read by the shell. When it is full, bytes
 /// wait in the UART, which makes QEMU stop taking input (flow control), and
@@ -56,43 +52,6 @@ impl InputRing {
         self.len -= 1;
         Some(b)
     }
-}
-
-/// Initialises COM1 (115200 8N1, receive interrupt on).
-pub fn init() {
-    COM1.lock().init();
-}
-
-/// Formats straight into the port while holding its lock, so that a line
-/// printed by one CPU is never interleaved with another CPU's.
-struct Writer<'a>(&'a mut SerialPort);
-
-impl Write for Writer<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        send_all(self.0, s.as_bytes());
-        Ok(())
-    }
-}
-
-fn send_all(port: &mut SerialPort, bytes: &[u8]) {
-    for &b in bytes {
-        if b == b'\n' {
-            port.send(b'\r');
-        }
-        port.send(b);
-    }
-}
-
-/// Writes raw bytes to the console, turning `\n` into `\r\n`.
-pub fn write_bytes(bytes: &[u8]) {
-    crate::arch::without_interrupts(|| send_all(&mut COM1.lock(), bytes));
-}
-
-#[doc(hidden)]
-pub fn _print(args: fmt::Arguments) {
-    crate::arch::without_interrupts(|| {
-        let _ = Writer(&mut COM1.lock()).write_fmt(args);
-    });
 }
 
 /// Moves received bytes from the UART to the input queue while it has
@@ -143,21 +102,4 @@ pub fn input_available() -> bool {
 /// The serial interrupt: move the received bytes to the input queue.
 pub fn serial_interrupt() {
     pull_input();
-}
-
-/// Breaks the console lock so a dying CPU can print even if it died holding it.
-pub fn force_unlock() {
-    // SAFETY: only called on the way to stopping the machine.
-    unsafe { COM1.force_unlock() };
-}
-
-#[macro_export]
-macro_rules! print {
-    ($($arg:tt)*) => ($crate::console::_print(format_args!($($arg)*)));
-}
-
-#[macro_export]
-macro_rules! println {
-    () => ($crate::print!("\n"));
-    ($($arg:tt)*) => ($crate::console::_print(format_args!("{}\n", format_args!($($arg)*))));
 }
