@@ -1,5 +1,5 @@
 //! `ktrace report`: prints a trace.dat the way `trace-cmd report` (3.1.x)
-//! does for the ftrace events, so students can compare the two.
+//! does, so students can compare the two.
 //!
 //! What trace-cmd does, and we mirror (trace-cmd: tracecmd/trace-read.c
 //! `trace_show_data`, lib/trace-cmd/trace-ftrace.c for function_graph,
@@ -17,6 +17,9 @@
 //!   into one `func();` line with its duration; other entries print
 //!   `func() {`, exits `}` with the duration and its overhead mark;
 //! - `print` uses its print fmt `"%ps: %s"`;
+//! - `sched_switch`, `sched_wakeup` and `sched_wakeup_new` go through the
+//!   sched plugin (libtraceevent: plugins/plugin_sched_switch.c); other
+//!   trace events print their `print fmt` text, which is the kernel's own;
 //! - `func_repeats` prints as `function` does, then
 //!   `(count: N  last_ts: T)`;
 //! - a page whose `commit` carries RB_MISSED_EVENTS starts with
@@ -640,7 +643,8 @@ fn sched_wakeup_text(ctx: &mut Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Opti
 
 /// Any other event this kernel declares: its `TP_printk` text, printed by
 /// the same printer as the kernel's `trace` (tracer::trace_events), which
-/// is what libtraceevent computes from the `print fmt` line. An event the
+/// is what libtraceevent computes from the `print fmt` line (bare `%p`
+/// pointers aside: see [`plain_pointers`]). An event the
 /// tracer does not know (or a format that names it differently) is
 /// `[FAILED TO PARSE]`.
 fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
@@ -650,5 +654,31 @@ fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> 
     }
     let mut out = tracer::output::TraceSeq::new();
     (call.print)(&rec.data, &mut out, &ctx.syms);
-    Some(String::from_utf8_lossy(out.as_bytes()).into_owned())
+    Some(plain_pointers(&String::from_utf8_lossy(out.as_bytes())))
+}
+
+/// Linux prints a bare `%p` as 16 hex digits (`ptr=0000000000000006`,
+/// hashed unless the `hash-ptr` option is off), libtraceevent as `0x%lx`
+/// (`ptr=0x6`): rewrites each `=` followed by exactly 16 hex digits the
+/// libtraceevent way. It is the one place where `trace-cmd report -N` and
+/// the kernel's `trace` differ for our events (real Linux too).
+pub fn plain_pointers(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('=') {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        let b = rest.as_bytes();
+        let hex = b.len() >= 16
+            && b[..16].iter().all(u8::is_ascii_hexdigit)
+            && b.get(16).is_none_or(|c| !c.is_ascii_alphanumeric());
+        if hex {
+            if let Ok(v) = u64::from_str_radix(&rest[..16], 16) {
+                let _ = write!(out, "0x{v:x}");
+                rest = &rest[16..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
