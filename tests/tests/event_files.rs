@@ -223,61 +223,56 @@ fn switches(k: &mut Kernel) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// `calltree 1 N` on N new tasks, with only sched_switch recorded, and
-/// the switches it recorded.
-fn run_calltree(k: &mut Kernel, n: u32) -> Vec<(u32, u32)> {
+/// `work sleep 3` (on each CPU, two new tasks that hand a token back and
+/// forth, sleeping in between, so each switches to and from the idle task)
+/// with tracing on, and the switches it recorded.
+fn run_work(k: &mut Kernel) -> Vec<(u32, u32)> {
     assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
     assert_eq!(k.run(&format!("echo > {T}/trace")), "");
     assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
-    let r = k.run(&format!("calltree 1 {n}"));
-    assert!(r.contains(&format!("calltree: {n} tasks")), "{r}");
+    let r = clean(&k.run("work sleep 3"));
+    assert!(r.contains(" 0 errors"), "{r}");
     assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
     switches(k)
 }
 
 /// set_event_pid keeps the events of other tasks out of `trace`: a
 /// sched_switch is recorded when prev or next is listed. With event-fork
-/// the children of a listed task are listed too, and leave when they exit.
-/// The shell is pid 1; `calltree` runs on new tasks.
+/// the tasks a listed task creates are listed too, and leave when they
+/// exit. The shell is pid 1; `work sleep` runs on tasks it creates.
 #[test]
 fn set_event_pid_filters_trace() {
     let mut k = Kernel::boot(&["--smp", "2"]);
     assert_eq!(echo(&mut k, "sched:sched_switch", ">", "set_event"), "");
+    let without_sh = |s: &[(u32, u32)]| s.iter().any(|&(p, n)| p != 1 && n != 1);
 
-    // No list: switches between other tasks (calltree's and idle) show.
-    let all = run_calltree(&mut k, 2);
-    assert!(
-        all.iter().any(|&(p, n)| p != 1 && n != 1),
-        "no switch without the shell: {all:?}"
-    );
+    // No list: switches between other tasks (work's and idle) show.
+    let all = run_work(&mut k);
+    assert!(without_sh(&all), "no switch without the shell: {all:?}");
 
     // Only the shell: every switch has it on one side.
     assert_eq!(echo(&mut k, "1", ">", "set_event_pid"), "");
-    let only_sh = run_calltree(&mut k, 2);
+    let only_sh = run_work(&mut k);
     assert!(!only_sh.is_empty());
-    assert!(
-        only_sh.iter().all(|&(p, n)| p == 1 || n == 1),
-        "{only_sh:?}"
-    );
+    assert!(!without_sh(&only_sh), "{only_sh:?}");
 
-    // event-fork (off by default): calltree's tasks join the list while
-    // they live, so their switches to and from idle show.
+    // event-fork (off by default): work's tasks join the list while they
+    // live, so their switches to and from idle show.
     assert_eq!(cat(&mut k, "options/event-fork"), "0\n");
     assert_eq!(echo(&mut k, "event-fork", ">", "trace_options"), "");
     assert!(cat(&mut k, "trace_options")
         .lines()
         .any(|l| l == "event-fork"));
-    let forked = run_calltree(&mut k, 2);
-    assert!(
-        forked.iter().any(|&(p, n)| p != 1 && n != 1),
-        "children not followed: {forked:?}"
-    );
+    let forked = run_work(&mut k);
+    assert!(without_sh(&forked), "children not followed: {forked:?}");
     // They left the list when they exited.
     assert_eq!(cat(&mut k, "set_event_pid"), "1\n");
 
-    // Off again, and no list: everything shows again.
+    // Off again: not followed any more; then no list: everything shows.
     assert_eq!(echo(&mut k, "0", ">", "options/event-fork"), "");
+    let not_followed = run_work(&mut k);
+    assert!(!without_sh(&not_followed), "{not_followed:?}");
     assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
-    let again = run_calltree(&mut k, 2);
-    assert!(again.iter().any(|&(p, n)| p != 1 && n != 1), "{again:?}");
+    let again = run_work(&mut k);
+    assert!(without_sh(&again), "{again:?}");
 }
