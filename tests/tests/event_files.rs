@@ -275,4 +275,17 @@ fn set_event_pid_filters_trace() {
     assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
     let again = run_work(&mut k);
     assert!(without_sh(&again), "{again:?}");
+
+    // set_event_notrace_pid: a switch is dropped when both sides are
+    // listed. Pids are not reused, so the next run's four tasks (a pair
+    // per CPU) take the four pids after the last one seen; with them and
+    // idle listed, only the switches with the shell remain.
+    let last = again.iter().map(|&(p, n)| p.max(n)).max().unwrap();
+    let next: Vec<String> = (last + 1..=last + 4).map(|p| p.to_string()).collect();
+    let words = format!("'0 {}'", next.join(" "));
+    assert_eq!(echo(&mut k, &words, ">", "set_event_notrace_pid"), "");
+    let notrace = run_work(&mut k);
+    assert!(!notrace.is_empty());
+    assert!(!without_sh(&notrace), "{notrace:?}");
+    assert_eq!(k.run(&format!("echo > {T}/set_event_notrace_pid")), "");
 }
