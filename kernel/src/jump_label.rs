@@ -368,7 +368,7 @@ fn run_test_sites() -> (u64, bool) {
 /// The `jump_label_test` shell command: `enable` or `disable` the test key
 /// (errors printed as the shell prints them), `run` the test functions
 /// and say how many sites ran their guarded code and whether that is what
-/// the key says.
+/// the key says, `int3`: [`jump_label_int3_test`].
 pub fn jump_label_test(args: &[String]) -> String {
     let key = &JUMP_LABEL_TEST_KEY;
     match args.first().map(String::as_str) {
@@ -401,6 +401,120 @@ pub fn jump_label_test(args: &[String]) -> String {
                 }
             )
         }
-        _ => String::from("usage: jump_label_test enable|disable|run\n"),
+        Some("int3") => jump_label_int3_test(),
+        _ => String::from("usage: jump_label_test enable|disable|run|int3\n"),
     }
+}
+
+/// Set by the patcher's hook: every site of the batch holds int3.
+static INT3_PHASE: AtomicBool = AtomicBool::new(false);
+/// Set by the helper once it has run the test functions.
+static HELPER_DONE: AtomicBool = AtomicBool::new(false);
+/// How many test sites held int3 when the hook looked.
+static SITES_AT_INT3: AtomicU64 = AtomicU64::new(0);
+
+/// Runs in the patcher after step 1 of the int3 protocol (int3 on every
+/// site, all CPUs synced): counts the test sites that hold int3, lets the
+/// helper run into them and waits (at most 2 s) until it has.
+fn hold_after_int3() {
+    let int3 = jump_entries()[JUMP_LABEL_TEST_KEY.run()]
+        .iter()
+        // SAFETY: a site is mapped kernel text.
+        .filter(|e| unsafe { core::ptr::read_volatile(e.code as *const u8) } == 0xcc)
+        .count();
+    SITES_AT_INT3.store(int3 as u64, Ordering::SeqCst);
+    INT3_PHASE.store(true, Ordering::SeqCst);
+    let end = crate::time::now_ns() + 2_000_000_000;
+    while !HELPER_DONE.load(Ordering::SeqCst) && crate::time::now_ns() < end {
+        core::hint::spin_loop();
+    }
+}
+
+/// One direction: `on` patches the test key while a helper on CPU 1 runs
+/// the test functions with every site at int3. The int3 handler must
+/// emulate the *new* instruction: `jmp` to the guarded code when enabling,
+/// the NOP when disabling.
+fn int3_case(out: &mut String, on: bool) -> bool {
+    use alloc::sync::Arc;
+    INT3_PHASE.store(false, Ordering::SeqCst);
+    HELPER_DONE.store(false, Ordering::SeqCst);
+    SITES_AT_INT3.store(0, Ordering::SeqCst);
+    let res = Arc::new(Mutex::new(None));
+    let r2 = res.clone();
+    let helper = crate::sched::spawn_on(1, "jl_int3_helper", move || {
+        let end = crate::time::now_ns() + 5_000_000_000;
+        while !INT3_PHASE.load(Ordering::SeqCst) && crate::time::now_ns() < end {
+            core::hint::spin_loop();
+        }
+        let h0 = crate::arch::text_poke::int3_hits();
+        let (ran, ok) = run_test_sites();
+        let hits = crate::arch::text_poke::int3_hits() - h0;
+        *r2.lock() = Some((ran, ok, hits));
+        HELPER_DONE.store(true, Ordering::SeqCst);
+    });
+    // The patcher holds its CPU while it waits: pin it to CPU 0.
+    let patch = Arc::new(Mutex::new(None));
+    let p2 = patch.clone();
+    crate::sched::spawn_on(0, "jl_int3_patcher", move || {
+        crate::arch::text_poke::set_poke_test_hook(Some(hold_after_int3));
+        let r = if on {
+            static_key_enable(&JUMP_LABEL_TEST_KEY)
+        } else {
+            static_key_disable(&JUMP_LABEL_TEST_KEY)
+        };
+        crate::arch::text_poke::set_poke_test_hook(None);
+        HELPER_DONE.store(true, Ordering::SeqCst);
+        INT3_PHASE.store(true, Ordering::SeqCst);
+        *p2.lock() = Some(r);
+    })
+    .join();
+    helper.join();
+    let patched = patch.lock().take();
+    let (ran, results_ok, hits) = res.lock().take().unwrap_or((u64::MAX, false, 0));
+    let at_int3 = SITES_AT_INT3.load(Ordering::SeqCst);
+    let want = if on { (1u64 << TEST_SITES) - 1 } else { 0 };
+    let ok = patched == Some(Ok(()))
+        && at_int3 == TEST_SITES as u64
+        && ran == want
+        && results_ok
+        && hits >= TEST_SITES as usize;
+    let _ = core::fmt::Write::write_fmt(
+        out,
+        format_args!(
+            "jump_label_test int3: {}: {} sites at int3, helper on cpu1: int3 hits {}, {} of {} ran (want {}){}: {}\n",
+            if on { "enable (nop -> jmp)" } else { "disable (jmp -> nop)" },
+            at_int3,
+            hits,
+            ran.count_ones(),
+            TEST_SITES,
+            want.count_ones(),
+            if results_ok { "" } else { ", WRONG results" },
+            if ok { "ok" } else { "FAIL" }
+        ),
+    );
+    ok
+}
+
+/// `jump_label_test int3`: holds the patcher after it has put int3 on every
+/// test site until another CPU has run through them, enabling then
+/// disabling the key, so that the int3 handler's emulation of an in-flight
+/// site is exercised by construction (as ftrace_int3_test does for calls).
+pub fn jump_label_int3_test() -> String {
+    let mut out = String::new();
+    if crate::arch::nr_cpus() < 2 {
+        return String::from("jump_label_test int3: needs 2 CPUs\njump_label_test int3: FAIL\n");
+    }
+    if JUMP_LABEL_TEST_KEY.is_enabled() {
+        let _ = static_key_disable(&JUMP_LABEL_TEST_KEY);
+    }
+    let on = int3_case(&mut out, true);
+    let off = int3_case(&mut out, false);
+    let check = jump_label_check();
+    out.push_str(&jump_label_check_text());
+    out.push_str(if on && off && check.bad == 0 {
+        "jump_label_test int3: PASS\n"
+    } else {
+        "jump_label_test int3: FAIL\n"
+    });
+    out
 }

@@ -3,7 +3,8 @@
 //! every site the 5-byte NOP in the image and in objdump, the self-test
 //! key's sites), the boot line that counts them, then the self-test key
 //! enabled and disabled with `jump_label_check` reading every site back and
-//! `jump_label_test run` showing whether the guarded code runs.
+//! `jump_label_test run` showing whether the guarded code runs, and
+//! `jump_label_test int3` running the sites while they hold int3.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -129,9 +130,25 @@ fn check(mode: &str) {
         );
     }
     assert_eq!(k.run("jump_label_test disable"), "");
+    // A CPU that runs into the sites while they hold int3 (the patcher held
+    // there) goes where the new instruction leads, in both directions.
+    let int3 = k.run_with_timeout("jump_label_test int3", std::time::Duration::from_secs(120));
+    for dir in ["enable (nop -> jmp)", "disable (jmp -> nop)"] {
+        assert!(
+            int3.lines().any(|l| l.starts_with(&format!(
+                "jump_label_test int3: {dir}: {TEST_SITES} sites at int3, helper on cpu1: int3 hits "
+            )) && l.ends_with(": ok")),
+            "{mode}: {int3}"
+        );
+    }
+    assert!(int3.contains(&check_line(jmp0)), "{mode}: {int3}");
+    assert!(
+        int3.ends_with("jump_label_test int3: PASS\n"),
+        "{mode}: {int3}"
+    );
     assert_eq!(
         k.run("jump_label_test bogus"),
-        "usage: jump_label_test enable|disable|run\n"
+        "usage: jump_label_test enable|disable|run|int3\n"
     );
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
