@@ -70,6 +70,38 @@ fn check_elf(mode: &str) -> (usize, usize, usize) {
             e.code
         );
     }
+    // A function with a disabled static branch runs at most one instruction
+    // more than its twin without (kernel/src/trace/bench.rs): its path to
+    // `ret` holds the site's NOP and the probe call is after the `ret`.
+    let hot_path = |name: &str| -> Vec<(u64, &str)> {
+        let sym = obj
+            .symbols()
+            .find(|s| s.name().is_ok_and(|n| n.contains(name)))
+            .unwrap_or_else(|| panic!("{mode}: no symbol {name}"));
+        let mut path = Vec::new();
+        for (&a, &insn) in insns.range(sym.address()..sym.address() + sym.size()) {
+            path.push((a, insn));
+            if insn == "ret" {
+                break;
+            }
+        }
+        path
+    };
+    let off = hot_path("19tracepoint_leaf_off");
+    let base = hot_path("20tracepoint_leaf_base");
+    assert!(
+        off.len() <= base.len() + 1,
+        "{mode}: disabled branch path {off:?} against {base:?}"
+    );
+    assert!(
+        off.iter()
+            .any(|(a, _)| entries.iter().any(|e| e.code == *a)),
+        "{mode}: no jump table site on the path of tracepoint_leaf_off: {off:?}"
+    );
+    assert!(
+        !off.iter().any(|(_, i)| i.starts_with("call")),
+        "{mode}: {off:?}"
+    );
     let key = obj
         .symbols()
         .find(|s| s.name().is_ok_and(|n| n.contains("19JUMP_LABEL_TEST_KEY")))
