@@ -14,7 +14,7 @@ pub use self::x86_64::{apic_id, cpu_id, nr_cpus, percpu, smp_call_function};
 // stopping the machine.
 pub use self::x86_64::{
     enable_and_halt, exit_qemu, frame_pointer, irqs_enabled, local_irq_restore, local_irq_save,
-    rdtsc, this_ip, without_interrupts, PANIC_EXIT,
+    rdtsc, return_address, this_ip, without_interrupts, PANIC_EXIT,
 };
 // Device interrupts, exceptions (int3 hook, backtraces) and the console's
 // UART.

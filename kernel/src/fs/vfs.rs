@@ -249,8 +249,16 @@ impl Drop for File {
 
 /// Opens `p`. With `O_CREAT` a missing regular file is created in its
 /// parent (EEXIST with `O_EXCL` if it exists). Directories can't be opened
-/// here (EISDIR): use [`readdir`].
+/// here (EISDIR): use [`readdir`]. Fires `vfs:vfs_open` with the result.
 pub fn open(p: &str, flags: OpenFlags) -> Result<File, Errno> {
+    let file = do_open(p, flags);
+    let ret = file.as_ref().map_or_else(|e| -e.code(), |_| 0);
+    crate::events::vfs::trace_vfs_open(p, flags.0, ret);
+    file
+}
+
+/// `open` without its event.
+fn do_open(p: &str, flags: OpenFlags) -> Result<File, Errno> {
     let node = if flags.contains(OpenFlags::O_CREAT) {
         let (parent, name, _) = parent_and_name(p)?;
         match parent.lookup(&name) {

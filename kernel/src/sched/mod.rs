@@ -15,9 +15,9 @@
 //!   wait that it interrupts.
 //! - Other subsystems (tracing) see scheduler events through the sched
 //!   tracepoints (`crate::events::sched`: `trace_sched_switch`,
-//!   `trace_sched_wakeup`, ...) and the hooks [`SCHED_PROCESS_FORK`],
-//!   [`SCHED_PROCESS_EXIT`] and [`SCHED_TICK`], on which they register
-//!   probes: the scheduler never imports them.
+//!   `trace_sched_wakeup`, `trace_sched_process_fork`, ...) and the
+//!   [`SCHED_TICK`] hook, on which they register probes: the scheduler
+//!   never imports them.
 //!
 //! Locking: all scheduler state is touched with interrupts off. A task's
 //! `pi_lock` orders "block" against "wake" (Linux uses p->pi_lock the same way)
@@ -43,14 +43,11 @@ pub use signal::{clear_signal, signal_pending};
 pub use task::{Pid, Task, TaskState, DEFAULT_PRIO};
 pub use wait::{wait_event_interruptible, WaitQueue};
 
-/// Called by [`spawn`] with the parent's pid and the new task, before it
-/// first runs (Linux: the sched_process_fork tracepoint).
-pub static SCHED_PROCESS_FORK: Hook<fn(Pid, &Task)> = Hook::new();
-/// Called by a task that exits, in its own context before it is marked dead
-/// (Linux: the sched_process_exit tracepoint).
-pub static SCHED_PROCESS_EXIT: Hook<fn(&Task)> = Hook::new();
 /// Called by the timer interrupt on every CPU (Linux: scheduler_tick; what
-/// tracing does here, Linux defers to irq_work).
+/// tracing does here, Linux defers to irq_work). A hook, not a tracepoint:
+/// Linux has no such event, and its one user (the wake-up of trace
+/// readers) is registered for good at boot, so a static key would never
+/// be off.
 pub static SCHED_TICK: Hook<fn()> = Hook::new();
 
 /// Ticks a task may run before it is preempted.
@@ -202,11 +199,11 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: 
         .unwrap_or_else(least_loaded_cpu);
     task.cpu.store(target, Ordering::Relaxed);
     arch::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
-    let parent = current_pid();
-    for probe in SCHED_PROCESS_FORK.probes() {
-        probe(parent, &task);
+    // Before the scheduler runs there is no parent task to report.
+    if let Some(parent) = current() {
+        events::trace_sched_process_fork(parent.trace_info(), task.trace_info());
     }
-    wake_up(&task);
+    try_to_wake_up(&task, true);
     JoinHandle { task }
 }
 
@@ -229,28 +226,39 @@ fn least_loaded_cpu() -> usize {
 
 /// Makes a blocked task runnable and queues it (Linux: try_to_wake_up).
 pub fn wake_up(task: &Arc<Task>) {
+    try_to_wake_up(task, false);
+}
+
+/// Wakes `task`; `new` for its first wakeup (Linux: wake_up_new_task).
+/// Linux reports sched_waking and sched_wakeup only for a task that was
+/// sleeping, sched_wakeup_new for a new one.
+fn try_to_wake_up(task: &Arc<Task>, new: bool) {
     arch::without_interrupts(|| {
         let _g = task.pi_lock.lock();
         let state = task.state();
         if state == TaskState::Dead {
             return;
         }
-        // Linux's try_to_wake_up reports a wakeup only for a task that was
-        // sleeping (a new task's first wakeup is sched_wakeup_new).
         let was_blocked = state == TaskState::Blocked;
-        task.set_state(TaskState::Runnable);
-        if task.queued.swap(true, Ordering::AcqRel) {
-            // Still running (not yet switched out) or already queued.
-            if was_blocked {
-                let cpu = task.cpu.load(Ordering::Relaxed);
-                events::trace_sched_wakeup(task.trace_info(), cpu as i32);
-            }
-            return;
-        }
-        let cpu = task.cpu.load(Ordering::Relaxed);
-        RUNQUEUES[cpu].lock().tasks.push_back(task.clone());
         if was_blocked {
+            let cpu = task.cpu.load(Ordering::Relaxed);
+            events::trace_sched_waking(task.trace_info(), cpu as i32);
+        }
+        task.set_state(TaskState::Runnable);
+        let cpu = task.cpu.load(Ordering::Relaxed);
+        // Still running (not yet switched out) or already queued: only
+        // the state changes (Linux: ttwu_runnable).
+        let queue = !task.queued.swap(true, Ordering::AcqRel);
+        if queue {
+            RUNQUEUES[cpu].lock().tasks.push_back(task.clone());
+        }
+        if new {
+            events::trace_sched_wakeup_new(task.trace_info(), cpu as i32);
+        } else if was_blocked {
             events::trace_sched_wakeup(task.trace_info(), cpu as i32);
+        }
+        if !queue {
+            return;
         }
         if cpu != arch::cpu_id() {
             arch::apic::send_ipi(arch::apic_id(cpu), arch::apic::RESCHEDULE_VECTOR);
@@ -319,11 +327,15 @@ fn __schedule(preempt: bool) {
         core::hint::spin_loop();
     }
     next_task.on_cpu.store(true, Ordering::Relaxed);
-    if next_task.cpu.swap(cpu, Ordering::Relaxed) != cpu {
+    let orig_cpu = next_task.cpu.swap(cpu, Ordering::Relaxed);
+    if orig_cpu != cpu {
+        // Linux: set_task_cpu.
+        events::trace_sched_migrate_task(next_task.trace_info(), orig_cpu as i32, cpu as i32);
         next_task.nr_migrations.fetch_add(1, Ordering::Relaxed);
     }
+    // The idle task gives the CPU up on its own (Linux: schedule_idle).
     events::trace_sched_switch(
-        preempt,
+        preempt && !prev.is_idle,
         prev.trace_info(),
         next_task.trace_info(),
         sched_switch_state(&prev),
@@ -425,9 +437,7 @@ extern "C" fn task_start(_arg: u64) -> ! {
 /// Ends the running task.
 pub fn exit_current() -> ! {
     if let Some(t) = current() {
-        for probe in SCHED_PROCESS_EXIT.probes() {
-            probe(&t);
-        }
+        events::trace_sched_process_exit(t.trace_info());
     }
     arch::without_interrupts(|| {
         if let Some(t) = current() {

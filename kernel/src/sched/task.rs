@@ -48,6 +48,9 @@ pub struct Task {
     /// (Linux: se.nr_migrations).
     pub nr_migrations: AtomicU64,
     pub is_idle: bool,
+    /// Set while the task runs the kmem tracepoints' probes: an allocation
+    /// they make fires no event (the heap's recursion guard).
+    pub in_kmem_event: AtomicBool,
     /// Orders blocking against waking (Linux: p->pi_lock).
     pub pi_lock: Mutex<()>,
     /// The stack pointer saved by the context switch.
@@ -105,6 +108,7 @@ impl Task {
             pinned: pinned || is_idle,
             nr_migrations: AtomicU64::new(0),
             is_idle,
+            in_kmem_event: AtomicBool::new(false),
             pi_lock: Mutex::new(()),
             saved_sp: UnsafeCell::new(sp),
             _stack: stack,

@@ -120,22 +120,33 @@ fn skip_escape_sequence() {
     }
 }
 
-/// Parses and runs one command line.
+/// Parses and runs one command line, between the `shell_command_entry`
+/// and `shell_command_exit` events.
 pub fn execute_line(line: &str) {
+    crate::events::shell::trace_shell_command_entry(line);
+    let ret = execute_stages(line);
+    crate::events::shell::trace_shell_command_exit(ret);
+}
+
+/// Runs a command line: 0, or the negative errno of the error that ended
+/// it, as the shell printed it (a redirection that cannot be opened, a
+/// write error; -EINVAL for a line that does not parse).
+fn execute_stages(line: &str) -> i32 {
     let stages = match parse::parse_line(line) {
         Ok(stages) => stages,
         Err(msg) => {
             println!("sh: {}", msg);
-            return;
+            return -Errno::EINVAL.code();
         }
     };
     if stages.is_empty() {
-        return;
+        return 0;
     }
-    run_pipeline(stages);
+    let ret = run_pipeline(stages);
     if crate::sched::signal_pending() {
         println!("^C");
     }
+    ret
 }
 
 /// Flags for `> FILE` and `>> FILE`.
@@ -148,11 +159,11 @@ fn redirect_flags(append: bool) -> OpenFlags {
     OpenFlags::O_WRONLY | OpenFlags::O_CREAT | mode
 }
 
-fn run_pipeline(mut stages: Vec<parse::Stage>) {
+fn run_pipeline(mut stages: Vec<parse::Stage>) -> i32 {
     for stage in &stages[..stages.len() - 1] {
         if stage.redirect.is_some() {
             println!("sh: only the last command of a pipeline can be redirected");
-            return;
+            return -Errno::EINVAL.code();
         }
     }
     let last = stages.len() - 1;
@@ -162,7 +173,7 @@ fn run_pipeline(mut stages: Vec<parse::Stage>) {
             Ok(file) => Box::new(FileSink(file)),
             Err(e) => {
                 println!("sh: can't create {}: {}", path, e);
-                return;
+                return -e.code();
             }
         },
     };
@@ -170,8 +181,9 @@ fn run_pipeline(mut stages: Vec<parse::Stage>) {
         // `> file` alone: the open above did it; the close may fail.
         if let Err(e) = sink.finish() {
             println!("sh: write error: {}", e);
+            return -e.code();
         }
-        return;
+        return 0;
     }
     // Wrap the sink in the filters of stages 1.., from the last one back.
     while stages.len() > 1 {
@@ -180,7 +192,7 @@ fn run_pipeline(mut stages: Vec<parse::Stage>) {
             Ok(filter) => sink = filter,
             Err(msg) => {
                 println!("{}", msg);
-                return;
+                return -Errno::EINVAL.code();
             }
         }
     }
@@ -188,9 +200,11 @@ fn run_pipeline(mut stages: Vec<parse::Stage>) {
     let mut out = Output {
         sink,
         stopped: false,
+        error: None,
     };
     commands::run_command(&first.argv, &mut out);
     out.finish(&first.argv[0]);
+    out.error.map_or(0, |e| -e.code())
 }
 
 /// A command's standard output: the head of the pipeline.
@@ -198,6 +212,8 @@ pub struct Output {
     sink: Box<dyn Sink>,
     /// Set when the reader is gone or a write failed: stop producing.
     stopped: bool,
+    /// The write error the shell reported, if any.
+    error: Option<Errno>,
 }
 
 impl Output {
@@ -211,7 +227,7 @@ impl Output {
             Ok(()) => !crate::sched::signal_pending(),
             Err(e) => {
                 self.stopped = true;
-                report_write_error(cmd, e);
+                self.report_write_error(cmd, e);
                 false
             }
         }
@@ -223,15 +239,18 @@ impl Output {
 
     fn finish(&mut self, cmd: &str) {
         if let Err(e) = self.sink.finish() {
-            report_write_error(cmd, e);
+            self.report_write_error(cmd, e);
         }
     }
-}
 
-fn report_write_error(cmd: &str, e: Errno) {
-    match e {
-        Errno::EPIPE => {} // the reader is gone (head got its lines)
-        _ if cmd == "echo" => println!("sh: echo: write error: {}", e),
-        _ => println!("{}: write error: {}", cmd, e),
+    fn report_write_error(&mut self, cmd: &str, e: Errno) {
+        match e {
+            Errno::EPIPE => {} // the reader is gone (head got its lines)
+            _ if cmd == "echo" => println!("sh: echo: write error: {}", e),
+            _ => println!("{}: write error: {}", cmd, e),
+        }
+        if e != Errno::EPIPE && self.error.is_none() {
+            self.error = Some(e);
+        }
     }
 }

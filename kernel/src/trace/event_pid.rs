@@ -293,29 +293,29 @@ fn follow(parent: Option<i32>, task: i32) {
     });
 }
 
-fn follow_fork(parent: crate::sched::Pid, child: &crate::sched::Task) {
-    follow(Some(parent as i32), child.pid as i32);
+fn follow_fork(_data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
+    follow(Some(parent.pid), child.pid);
 }
 
-fn follow_exit(task: &crate::sched::Task) {
-    follow(None, task.pid as i32);
+fn follow_exit(_data: *mut (), task: &TaskInfo) {
+    follow(None, task.pid);
 }
 
-/// The `event-fork` option changed (Linux: `trace_event_follow_fork`): the
-/// scheduler's fork and exit hooks follow the tasks while it is set.
+/// The `event-fork` option changed (Linux: `trace_event_follow_fork`):
+/// probes on the sched_process_fork and sched_process_exit tracepoints
+/// follow the tasks while it is set.
 pub fn trace_event_follow_fork(enable: bool) {
-    use crate::sched::{SCHED_PROCESS_EXIT, SCHED_PROCESS_FORK};
+    let d = core::ptr::null_mut();
     let r = if enable {
-        SCHED_PROCESS_FORK
-            .register(follow_fork)
-            .and_then(|_| SCHED_PROCESS_EXIT.register(follow_exit))
+        sched::register_trace_sched_process_fork(follow_fork, d)
+            .and_then(|_| sched::register_trace_sched_process_exit(follow_exit, d))
     } else {
-        let a = SCHED_PROCESS_FORK.unregister(follow_fork);
-        let b = SCHED_PROCESS_EXIT.unregister(follow_exit);
+        let a = sched::unregister_trace_sched_process_fork(follow_fork, d);
+        let b = sched::unregister_trace_sched_process_exit(follow_exit, d);
         a.and(b)
     };
     if let Err(e) = r {
-        println!("trace: event-fork: cannot update the scheduler hooks: {e:?}");
+        println!("trace: event-fork: cannot update the scheduler probes: {e:?}");
     }
 }
 

@@ -20,6 +20,7 @@ use tracer::filter::{FtraceFilter, PidFilter, RegexFile};
 use tracer::options::func_flags;
 use tracer::options::Tracer as TracerKind;
 use tracer::repeats::FuncRepeats;
+use tracer::trace_events::TaskInfo;
 
 use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
@@ -366,25 +367,29 @@ fn ftrace_pid_follow(parent: Option<i32>, task: i32) {
     }
 }
 
-fn ftrace_pid_follow_sched_process_fork(parent: crate::sched::Pid, child: &crate::sched::Task) {
-    ftrace_pid_follow(Some(parent as i32), child.pid as i32);
+fn ftrace_pid_follow_sched_process_fork(_data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
+    ftrace_pid_follow(Some(parent.pid), child.pid);
 }
 
-fn ftrace_pid_follow_sched_process_exit(task: &crate::sched::Task) {
-    ftrace_pid_follow(None, task.pid as i32);
+fn ftrace_pid_follow_sched_process_exit(_data: *mut (), task: &TaskInfo) {
+    ftrace_pid_follow(None, task.pid);
 }
 
 /// The `function-fork` option changed (Linux: ftrace_pid_follow_fork):
 /// the fork and exit probes are registered while it is set.
 pub fn ftrace_pid_follow_fork(enable: bool) {
-    use crate::sched::{SCHED_PROCESS_EXIT, SCHED_PROCESS_FORK};
+    use crate::events::sched::{
+        register_trace_sched_process_exit, register_trace_sched_process_fork,
+        unregister_trace_sched_process_exit, unregister_trace_sched_process_fork,
+    };
+    let data = core::ptr::null_mut();
     let result = if enable {
-        SCHED_PROCESS_FORK
-            .register(ftrace_pid_follow_sched_process_fork)
-            .and_then(|_| SCHED_PROCESS_EXIT.register(ftrace_pid_follow_sched_process_exit))
+        register_trace_sched_process_fork(ftrace_pid_follow_sched_process_fork, data).and_then(
+            |_| register_trace_sched_process_exit(ftrace_pid_follow_sched_process_exit, data),
+        )
     } else {
-        let fork = SCHED_PROCESS_FORK.unregister(ftrace_pid_follow_sched_process_fork);
-        let exit = SCHED_PROCESS_EXIT.unregister(ftrace_pid_follow_sched_process_exit);
+        let fork = unregister_trace_sched_process_fork(ftrace_pid_follow_sched_process_fork, data);
+        let exit = unregister_trace_sched_process_exit(ftrace_pid_follow_sched_process_exit, data);
         fork.and(exit)
     };
     if let Err(e) = result {

@@ -19,6 +19,8 @@ pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
 
+use tracer::trace_events::TaskInfo;
+
 /// Creates the trace array and the tracefs files (Linux: tracer_init_tracefs).
 /// Runs once at boot, after ftrace_init and SMP start-up, before the shell.
 pub fn init() {
@@ -41,15 +43,21 @@ pub fn init() {
 }
 
 /// Saves a new task's name for the output (Linux records comms from its
-/// sched probes the same way).
-fn save_cmdline_on_fork(_parent: crate::sched::Pid, child: &crate::sched::Task) {
-    trace::trace_save_cmdline(child.pid, child.comm());
+/// sched probes the same way): a probe on sched_process_fork.
+fn save_cmdline_on_fork(_data: *mut (), _parent: &TaskInfo, child: &TaskInfo) {
+    trace::trace_save_cmdline(
+        child.pid as u32,
+        tracer::trace_events::comm_str(&child.comm),
+    );
 }
 
-/// Plugs tracing into the scheduler: the scheduler calls these hooks and
-/// never imports tracing.
+/// Plugs tracing into the scheduler: the scheduler fires these
+/// tracepoints and hooks and never imports tracing.
 fn register_sched_hooks() {
-    let fork = crate::sched::SCHED_PROCESS_FORK.register(save_cmdline_on_fork);
+    let fork = crate::events::sched::register_trace_sched_process_fork(
+        save_cmdline_on_fork,
+        core::ptr::null_mut(),
+    );
     let tick = crate::sched::SCHED_TICK.register(trace::trace_wakeup_tick);
     if let Err(e) = fork.and(tick) {
         println!("trace: cannot register the scheduler hooks: {e:?}");

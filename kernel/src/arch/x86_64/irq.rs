@@ -8,11 +8,24 @@
 //! function_graph prints `==========>` before a call into that range and
 //! `<==========` after its return, so an interrupt stands out in the graph
 //! of the task it interrupted.
+//!
+//! Each kind of interrupt fires its tracepoints around its handler as
+//! Linux's do: `irq_vectors:local_timer_entry/exit` (the APIC timer),
+//! `call_function_entry/exit` and `reschedule_entry/exit` (the IPIs),
+//! `irq:irq_handler_entry/exit` (device interrupts: the serial port).
 use core::ops::Range;
 use core::sync::atomic::Ordering;
 
 use super::apic;
 use super::percpu::this_cpu;
+use crate::events::{irq, irq_vectors};
+
+/// COM1's ISA interrupt line and its handler's name (Linux's 8250 driver
+/// registers its handler as `ttyS0`).
+const SERIAL_IRQ: i32 = 4;
+const SERIAL_IRQ_NAME: &str = "ttyS0";
+/// `irqreturn_t`'s IRQ_HANDLED, what irq_handler_exit reports.
+const IRQ_HANDLED: i32 = 1;
 
 /// Handles device interrupt `vector` (Linux: common_interrupt / the
 /// sysvec handlers).
@@ -22,19 +35,27 @@ pub fn handle_irq(vector: u8) {
     match vector {
         apic::TIMER_VECTOR => {
             apic::eoi();
+            irq_vectors::trace_local_timer_entry(vector as i32);
             crate::sched::timer_tick();
+            irq_vectors::trace_local_timer_exit(vector as i32);
         }
         apic::SERIAL_VECTOR => {
             apic::eoi();
+            irq::trace_irq_handler_entry(SERIAL_IRQ, SERIAL_IRQ_NAME);
             crate::console::serial_interrupt();
+            irq::trace_irq_handler_exit(SERIAL_IRQ, IRQ_HANDLED);
         }
         apic::CALL_FUNCTION_VECTOR => {
             apic::eoi();
+            irq_vectors::trace_call_function_entry(vector as i32);
             super::smp::call_function_interrupt();
+            irq_vectors::trace_call_function_exit(vector as i32);
         }
         apic::RESCHEDULE_VECTOR => {
             apic::eoi();
+            irq_vectors::trace_reschedule_entry(vector as i32);
             this_cpu().need_resched.store(1, Ordering::Relaxed);
+            irq_vectors::trace_reschedule_exit(vector as i32);
         }
         _ => {
             apic::eoi();

@@ -96,6 +96,19 @@ pub fn this_ip() -> u64 {
     ip
 }
 
+/// The return address of the function this is inlined into (Linux:
+/// `_RET_IP_`, `__builtin_return_address(0)`), read from its frame: the
+/// kernel is built with frame pointers, so `[rbp + 8]` holds it.
+#[inline(always)]
+pub fn return_address() -> u64 {
+    let ip: u64;
+    // SAFETY: with frame pointers every function's rbp points at its saved
+    // rbp, and the return address is the word above; reading it changes
+    // nothing.
+    unsafe { asm!("mov {}, [rbp + 8]", out(reg) ip, options(nostack, preserves_flags, readonly)) };
+    ip
+}
+
 /// Reads the time-stamp counter.
 #[inline(always)]
 pub fn rdtsc() -> u64 {
