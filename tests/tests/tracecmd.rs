@@ -1005,6 +1005,35 @@ fn ktrace_record_events_match_the_kernel_trace() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
 
+    // A pattern that selects nothing: trace-cmd's message, exit status 1,
+    // no file, and the QEMU it booted to read available_events is gone.
+    let bad = scratch("bad.dat");
+    let child = Command::new(ktrace_bin())
+        .current_dir(root())
+        .args(["record", "--smp", "1", "-e", "sched", "-e", "nosuch", "-o"])
+        .arg(&bad)
+        .args(["--", "sleep 0.1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let com2 = format!("ktrace-com2-{}.bin", child.id());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ktrace: No events enabled with nosuch"),
+        "{err}"
+    );
+    assert!(!bad.exists());
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&com2))
+        .collect();
+    assert!(left.is_empty(), "QEMU left running: {left:?}");
+
     // KernelShark's library and its sched_events plugin on the same file:
     // the plugin initialises, its sched_switch handler gives every switch
     // to the task switched in (what colours the CPU plots and starts a

@@ -277,8 +277,29 @@ fn boot(smp: u32, com2: &Path, verbose: bool) -> Result<Session> {
 
 fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
     let mut s = boot(a.smp, com2, a.verbose)?;
+    match run_lines(&mut s, a, record) {
+        Ok(()) => {}
+        Err(e) => {
+            // Stop the kernel before reporting: dropping the session ends
+            // qemu.sh but not the QEMU it started.
+            let _ = s.poweroff(Duration::from_secs(60));
+            return Err(e);
+        }
+    }
+    let status = s.poweroff(Duration::from_secs(60))?;
+    if status != 0 {
+        return Err(Error::new(format!(
+            "the kernel exited with status {status}"
+        )));
+    }
+    Ok(())
+}
+
+/// Everything between the boot and the poweroff: the set-up, the user's
+/// lines, stopping, and `trace-export`.
+fn run_lines(s: &mut Session, a: &RecordArgs, record: bool) -> Result<()> {
     let events = if record && !a.events.is_empty() {
-        let available = run_checked(&mut s, "cat /tracing/available_events")?;
+        let available = run_checked(s, "cat /tracing/available_events")?;
         select_events(&a.events, &available).map_err(Error::new)?
     } else {
         Vec::new()
@@ -292,7 +313,7 @@ fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
     lines.extend(a.lines.iter().cloned());
     for (i, line) in lines.iter().enumerate() {
         let out = if i < user_start {
-            run_checked(&mut s, line)?
+            run_checked(s, line)?
         } else {
             s.run(line, COMMAND_TIMEOUT)?
         };
@@ -301,16 +322,10 @@ fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
         }
     }
     if record {
-        run_checked(&mut s, "echo 0 > /tracing/tracing_on")?;
+        run_checked(s, "echo 0 > /tracing/tracing_on")?;
     }
-    let summary = run_checked(&mut s, "trace-export")?;
+    let summary = run_checked(s, "trace-export")?;
     eprint!("{summary}");
-    let status = s.poweroff(Duration::from_secs(60))?;
-    if status != 0 {
-        return Err(Error::new(format!(
-            "the kernel exited with status {status}"
-        )));
-    }
     Ok(())
 }
 
