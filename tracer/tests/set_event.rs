@@ -437,3 +437,79 @@ fn event_fork_follows_children_on_both_lists() {
     let mut e = EventPidLists::default();
     assert!(!e.follow_task(Some(1), 2));
 }
+
+fn filter(pids: &str) -> PidFilter {
+    let mut f = PidFilter::new();
+    f.write(true, pids.as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn pid_slots_publish() {
+    let s: PidSlots<4> = PidSlots::new();
+    assert_eq!(s.listed(1), None);
+    s.publish(&filter("1 2")).unwrap();
+    assert_eq!(
+        (s.listed(1), s.listed(2), s.listed(3)),
+        (Some(true), Some(true), Some(false))
+    );
+    // Full to full with a different set: the new pids go in once the old
+    // ones have left.
+    s.publish(&filter("1 2 3 4")).unwrap();
+    s.publish(&filter("5 6 7 8")).unwrap();
+    for p in 1..=4 {
+        assert_eq!(s.listed(p), Some(false), "{p}");
+    }
+    for p in 5..=8 {
+        assert_eq!(s.listed(p), Some(true), "{p}");
+    }
+    // Too many: ENOSPC, nothing changed.
+    assert_eq!(s.publish(&filter("1 2 3 4 5")), Err(Errno::ENOSPC));
+    assert_eq!((s.listed(5), s.listed(1)), (Some(true), Some(false)));
+    // No list; then a list that exists but is empty (event-fork removed
+    // its last task): it lists nobody.
+    s.publish(&PidFilter::new()).unwrap();
+    assert_eq!(s.listed(5), None);
+    let mut emptied = filter("9");
+    assert!(emptied.follow_task(None, 9));
+    s.publish(&emptied).unwrap();
+    assert_eq!(s.listed(9), Some(false));
+}
+
+/// Readers on other threads while one writer switches between two lists
+/// over and over: a pid on both lists is always listed, a pid on neither
+/// never, and the list always exists.
+#[test]
+fn pid_slots_readers_never_see_a_common_pid_missing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let slots: Arc<PidSlots<8>> = Arc::new(PidSlots::new());
+    let a = filter("1 2 3 10 11");
+    let b = filter("1 2 3 20 21 22 23 24");
+    slots.publish(&a).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (slots, stop) = (slots.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut passes = 0u64;
+                while !stop.load(Ordering::Relaxed) || passes < 1000 {
+                    for common in [1, 2, 3] {
+                        assert_eq!(slots.listed(common), Some(true));
+                    }
+                    for neither in [4, 12, 30] {
+                        assert_eq!(slots.listed(neither), Some(false));
+                    }
+                    passes += 1;
+                }
+            })
+        })
+        .collect();
+    for i in 0..20_000 {
+        slots.publish(if i % 2 == 0 { &b } else { &a }).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+}

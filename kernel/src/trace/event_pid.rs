@@ -23,19 +23,21 @@
 //! The rules are `tracer::trace_events::set_event::PidLists` (host-tested).
 //!
 //! The probes read the lists without a lock: each list is published as a
-//! fixed array of atomic slots ([`MAX_EVENT_PIDS`] pids; a write that
-//! would list more is `ENOSPC`, Linux's sparse bitmap has no such limit).
-//! A write stores the pids it adds before it clears the ones it removes,
-//! so a probe sees every pid either listed or not, never a torn value.
+//! fixed array of atomic slots (`tracer`'s `PidSlots`, host-tested with
+//! concurrent readers; [`MAX_EVENT_PIDS`] pids, a write that would list
+//! more is `ENOSPC`, where Linux's sparse bitmap has no such limit). A
+//! write stores the pids it adds before it clears the ones it removes, so
+//! a probe sees every pid either listed or not, and a pid on the old and
+//! the new list throughout.
 //!
 //! `event-fork` (off by default, as in Linux): while set, a task forked
 //! by a task on a list joins that list, and a task that exits leaves the
 //! lists (Linux removes it when the task is freed; here at its exit).
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use spin::Mutex;
 use tracer::filter::PidFilter;
-use tracer::trace_events::set_event::{EventPidLists, PidLists};
+use tracer::trace_events::set_event::{EventPidLists, PidLists, PidSlots};
 use tracer::trace_events::TaskInfo;
 
 use crate::arch::{self, percpu};
@@ -45,68 +47,12 @@ use crate::fs::Errno;
 /// Pids each list can hold.
 pub const MAX_EVENT_PIDS: usize = 64;
 
-const EMPTY: u32 = u32::MAX;
-
-/// One list as the probes read it.
-struct PidSlots {
-    /// The list exists (Linux: the `trace_pid_list` pointer is not NULL).
-    on: AtomicBool,
-    slots: [AtomicU32; MAX_EVENT_PIDS],
-}
-
-impl PidSlots {
-    const fn new() -> PidSlots {
-        PidSlots {
-            on: AtomicBool::new(false),
-            slots: [const { AtomicU32::new(EMPTY) }; MAX_EVENT_PIDS],
-        }
-    }
-
-    #[inline(always)]
-    fn listed(&self, pid: i32) -> Option<bool> {
-        if !self.on.load(Ordering::Acquire) {
-            return None;
-        }
-        let pid = pid as u32;
-        Some(self.slots.iter().any(|s| s.load(Ordering::Relaxed) == pid))
-    }
-
-    /// Makes the slots hold `list` (which fits): adds first, then removes,
-    /// then says whether the list exists.
-    fn publish(&self, list: &PidFilter) {
-        if list.is_empty() {
-            self.on.store(false, Ordering::Release);
-        }
-        for pid in list.pids() {
-            if self.slots.iter().any(|s| s.load(Ordering::Relaxed) == pid) {
-                continue;
-            }
-            if let Some(free) = self
-                .slots
-                .iter()
-                .find(|s| s.load(Ordering::Relaxed) == EMPTY)
-            {
-                free.store(pid, Ordering::Release);
-            }
-        }
-        for s in &self.slots {
-            let pid = s.load(Ordering::Relaxed);
-            if pid != EMPTY && !list.contains(pid as i32) {
-                s.store(EMPTY, Ordering::Release);
-            }
-        }
-        if !list.is_empty() {
-            self.on.store(true, Ordering::Release);
-        }
-    }
-}
-
 /// The lists as edited by the files and by `event-fork` (the probes read
 /// [`PIDS`] and [`NO_PIDS`]). Taken with interrupts off, so that the fork
 /// probe cannot spin on it while the holder is preempted on its CPU.
 static LISTS: Mutex<EventPidLists> = Mutex::new(EventPidLists::new());
-static PIDS: PidSlots = PidSlots::new();
-static NO_PIDS: PidSlots = PidSlots::new();
+static PIDS: PidSlots<MAX_EVENT_PIDS> = PidSlots::new();
+static NO_PIDS: PidSlots<MAX_EVENT_PIDS> = PidSlots::new();
 
 /// Whether the task running on each CPU is filtered out (Linux:
 /// `tr->array_buffer.data->ignore_pid`, a per-CPU bool).
@@ -233,21 +179,23 @@ pub fn pid_list(which: Which) -> PidFilter {
 /// `pid_filter(false)` first and then unregisters them; recomputes every
 /// CPU's flag. A list that does not fit is `ENOSPC`, and nothing changes.
 pub fn install(which: Which, list: PidFilter, pid_filter: impl Fn(bool)) -> Result<(), Errno> {
-    if list.pids().count() > MAX_EVENT_PIDS {
-        return Err(Errno::ENOSPC);
-    }
     let _w = PID_WRITE.lock();
     let (was, now) = arch::without_interrupts(|| {
         let mut lists = LISTS.lock();
         let was = lists.filtering();
+        // ENOSPC before anything changed if the list does not fit.
         match which {
-            Which::Pids => lists.pids = list,
-            Which::NoPids => lists.no_pids = list,
+            Which::Pids => {
+                PIDS.publish(&list)?;
+                lists.pids = list;
+            }
+            Which::NoPids => {
+                NO_PIDS.publish(&list)?;
+                lists.no_pids = list;
+            }
         }
-        PIDS.publish(&lists.pids);
-        NO_PIDS.publish(&lists.no_pids);
-        (was, lists.filtering())
-    });
+        Ok::<_, Errno>((was, lists.filtering()))
+    })?;
     if now && !was {
         if let Err(e) = pid_events(true) {
             // Back to no list (there was none): nothing is filtered.
@@ -255,8 +203,9 @@ pub fn install(which: Which, list: PidFilter, pid_filter: impl Fn(bool)) -> Resu
             arch::without_interrupts(|| {
                 let mut lists = LISTS.lock();
                 *lists = EventPidLists::new();
-                PIDS.publish(&lists.pids);
-                NO_PIDS.publish(&lists.no_pids);
+                // Empty lists always fit.
+                let _ = PIDS.publish(&lists.pids);
+                let _ = NO_PIDS.publish(&lists.no_pids);
             });
             return Err(e);
         }
@@ -282,14 +231,18 @@ fn follow(parent: Option<i32>, task: i32) {
     arch::without_interrupts(|| {
         let mut lists = LISTS.lock();
         let mut new = lists.clone();
-        if new.follow_task(parent, task)
-            && new.pids.pids().count() <= MAX_EVENT_PIDS
-            && new.no_pids.pids().count() <= MAX_EVENT_PIDS
-        {
-            PIDS.publish(&new.pids);
-            NO_PIDS.publish(&new.no_pids);
-            *lists = new;
+        if !new.follow_task(parent, task) {
+            return;
         }
+        // A child that does not fit is not followed (Linux's list can fail
+        // to grow the same way, on ENOMEM); the checks come first so that
+        // both lists stay as published.
+        if new.pids.pids().count() > MAX_EVENT_PIDS || new.no_pids.pids().count() > MAX_EVENT_PIDS {
+            return;
+        }
+        let _ = PIDS.publish(&new.pids);
+        let _ = NO_PIDS.publish(&new.no_pids);
+        *lists = new;
     });
 }
 

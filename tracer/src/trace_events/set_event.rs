@@ -37,6 +37,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::errno::Errno;
 use crate::filter::{is_space, user_tokens, PidFilter};
@@ -398,5 +399,90 @@ impl EventPidLists {
         let a = self.pids.follow_task(parent, task);
         let b = self.no_pids.follow_task(parent, task);
         a || b
+    }
+}
+
+/// A pid list as probes read it without a lock: `N` atomic slots and
+/// whether the list exists. One writer at a time publishes a new list into
+/// it ([`PidSlots::publish`]); it stores the pids it adds before it clears
+/// the ones it removes, so a reader sees every pid either listed or not,
+/// never a torn value, and a pid that is in the old and the new list is
+/// listed throughout.
+pub struct PidSlots<const N: usize> {
+    /// The list exists (Linux: the `trace_pid_list` pointer is not NULL).
+    on: AtomicBool,
+    slots: [AtomicU32; N],
+}
+
+const EMPTY_SLOT: u32 = u32::MAX;
+
+impl<const N: usize> PidSlots<N> {
+    /// No list.
+    pub const fn new() -> Self {
+        PidSlots {
+            on: AtomicBool::new(false),
+            slots: [const { AtomicU32::new(EMPTY_SLOT) }; N],
+        }
+    }
+
+    /// `None` without a list, else whether `pid` is on it.
+    #[inline(always)]
+    pub fn listed(&self, pid: i32) -> Option<bool> {
+        if !self.on.load(Ordering::Acquire) {
+            return None;
+        }
+        let pid = pid as u32;
+        Some(self.slots.iter().any(|s| s.load(Ordering::Acquire) == pid))
+    }
+
+    fn has(&self, pid: u32) -> bool {
+        self.slots.iter().any(|s| s.load(Ordering::Relaxed) == pid)
+    }
+
+    /// Adds the pids of `list` that are missing, as far as free slots go.
+    fn add(&self, list: &PidFilter) {
+        for pid in list.pids() {
+            if self.has(pid) {
+                continue;
+            }
+            let free = self
+                .slots
+                .iter()
+                .find(|s| s.load(Ordering::Relaxed) == EMPTY_SLOT);
+            if let Some(free) = free {
+                free.store(pid, Ordering::Release);
+            }
+        }
+    }
+
+    /// Makes the slots hold `list`, which has at most `N` pids (`ENOSPC`
+    /// otherwise, and nothing changes): the new pids first, as far as free
+    /// slots go, then the old ones leave, then the rest of the new ones.
+    /// Only one caller at a time (the caller holds the lists' lock).
+    pub fn publish(&self, list: &PidFilter) -> Result<(), Errno> {
+        if list.pids().count() > N {
+            return Err(Errno::ENOSPC);
+        }
+        if list.is_empty() {
+            self.on.store(false, Ordering::Release);
+        }
+        self.add(list);
+        for s in &self.slots {
+            let pid = s.load(Ordering::Relaxed);
+            if pid != EMPTY_SLOT && !list.contains(pid as i32) {
+                s.store(EMPTY_SLOT, Ordering::Release);
+            }
+        }
+        self.add(list);
+        if !list.is_empty() {
+            self.on.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+impl<const N: usize> Default for PidSlots<N> {
+    fn default() -> Self {
+        Self::new()
     }
 }
