@@ -28,6 +28,7 @@ use tracer::jump_label::{
 };
 
 use crate::arch::jump_label::{self as arch_jl, JumpInsn, JumpSite};
+use crate::arch::percpu::MAX_CPUS;
 use crate::fs::Errno;
 
 /// A static key (Linux: `struct static_key`, default false). Must live in a
@@ -316,14 +317,14 @@ pub fn jump_label_check_text() -> String {
 /// The key of the self-test's sites; nothing else uses it.
 pub static JUMP_LABEL_TEST_KEY: StaticKey = StaticKey::new();
 
-/// Which test sites ran their guarded code (bit per site).
-static TEST_RAN: AtomicU64 = AtomicU64::new(0);
+/// Which test sites ran their guarded code (bit per site), per CPU.
+static TEST_RAN: [AtomicU64; MAX_CPUS] = [const { AtomicU64::new(0) }; MAX_CPUS];
 
 /// The guarded code of test site `bit`: out of line, so the site's `jmp`
 /// really leads somewhere else.
 #[inline(never)]
 fn test_site_ran(bit: u32) {
-    TEST_RAN.fetch_or(1 << bit, Ordering::SeqCst);
+    TEST_RAN[crate::arch::cpu_id()].fetch_or(1 << bit, Ordering::SeqCst);
 }
 
 macro_rules! test_site_fn {
@@ -355,20 +356,25 @@ pub const TEST_SITES: u32 = 5;
 /// Calls every test function once; returns the bits of the sites whose
 /// guarded code ran and whether the functions' results were right.
 fn run_test_sites() -> (u64, bool) {
-    TEST_RAN.store(0, Ordering::SeqCst);
+    crate::sched::preempt_disable();
+    let cpu = crate::arch::cpu_id();
+    TEST_RAN[cpu].store(0, Ordering::SeqCst);
     let x = 0x1234_5678_9abc_def0u64;
     let want = |bits: &[u64]| bits.iter().fold(x, |x, &b| x.rotate_left(7) ^ b);
     let ok = jump_label_test_a(x) == want(&[0])
         && jump_label_test_b(x) == want(&[1])
         && jump_label_test_c(x) == want(&[2])
         && jump_label_test_d(x) == want(&[3, 4]);
-    (TEST_RAN.load(Ordering::SeqCst), ok)
+    let ran = TEST_RAN[cpu].load(Ordering::SeqCst);
+    crate::sched::preempt_enable();
+    (ran, ok)
 }
 
 /// The `jump_label_test` shell command: `enable` or `disable` the test key
 /// (errors printed as the shell prints them), `run` the test functions
 /// and say how many sites ran their guarded code and whether that is what
-/// the key says, `int3`: [`jump_label_int3_test`].
+/// the key says, `int3`: [`jump_label_int3_test`], `stress [N]`:
+/// [`jump_label_stress`].
 pub fn jump_label_test(args: &[String]) -> String {
     let key = &JUMP_LABEL_TEST_KEY;
     match args.first().map(String::as_str) {
@@ -402,7 +408,11 @@ pub fn jump_label_test(args: &[String]) -> String {
             )
         }
         Some("int3") => jump_label_int3_test(),
-        _ => String::from("usage: jump_label_test enable|disable|run|int3\n"),
+        Some("stress") => match args.get(1).map_or(Ok(200), |n| n.parse::<u64>()) {
+            Ok(n) if n > 0 => jump_label_stress(n),
+            _ => String::from("usage: jump_label_test stress [TOGGLES]\n"),
+        },
+        _ => String::from("usage: jump_label_test enable|disable|run|int3|stress [N]\n"),
     }
 }
 
@@ -515,6 +525,134 @@ pub fn jump_label_int3_test() -> String {
         "jump_label_test int3: PASS\n"
     } else {
         "jump_label_test int3: FAIL\n"
+    });
+    out
+}
+
+/// The stress test's epoch: incremented at every change of the test key,
+/// so `epoch % 4` is 0 (off, stable), 1 (being enabled), 2 (on, stable),
+/// 3 (being disabled), and two equal reads mean nothing changed between.
+static STRESS_EPOCH: AtomicU64 = AtomicU64::new(0);
+static STRESS_STOP: AtomicBool = AtomicBool::new(false);
+
+/// What one stress worker saw.
+#[derive(Clone, Copy, Default)]
+struct StressCounts {
+    calls: u64,
+    stable_on: u64,
+    stable_off: u64,
+    /// Calls within one stable epoch whose sites did not all do what the
+    /// key said.
+    violations: u64,
+    /// Calls whose functions returned a wrong value.
+    wrong: u64,
+}
+
+/// `jump_label_test stress N`: a worker pinned on every other CPU calls the
+/// test functions in a loop while this CPU enables and disables the test
+/// key `toggles` times each. Around each call a worker reads the epoch: if
+/// both reads are the same stable epoch, every site must have taken its
+/// branch (on) or none (off); a call that overlapped a change may see
+/// either, per site. Every call must compute the right values (a site
+/// patched wrongly would jump into the middle of an instruction).
+pub fn jump_label_stress(toggles: u64) -> String {
+    use alloc::sync::Arc;
+    let nr = crate::arch::nr_cpus().min(MAX_CPUS);
+    if nr < 2 {
+        return String::from(
+            "jump_label_test stress: needs 2 CPUs\njump_label_test stress: FAIL\n",
+        );
+    }
+    if JUMP_LABEL_TEST_KEY.is_enabled() {
+        let _ = static_key_disable(&JUMP_LABEL_TEST_KEY);
+    }
+    STRESS_STOP.store(false, Ordering::SeqCst);
+    STRESS_EPOCH.store(0, Ordering::SeqCst);
+    let all = (1u64 << TEST_SITES) - 1;
+    let calls = Arc::new(AtomicU64::new(0));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (1..nr)
+        .map(|cpu| {
+            let (calls, results) = (calls.clone(), results.clone());
+            crate::sched::spawn_on(cpu, "jl_stress", move || {
+                let mut c = StressCounts::default();
+                while !STRESS_STOP.load(Ordering::SeqCst) {
+                    let e0 = STRESS_EPOCH.load(Ordering::SeqCst);
+                    let (ran, ok) = run_test_sites();
+                    let e1 = STRESS_EPOCH.load(Ordering::SeqCst);
+                    c.calls += 1;
+                    c.wrong += !ok as u64;
+                    if e0 == e1 && e0 % 2 == 0 {
+                        let on = e0 % 4 == 2;
+                        if on {
+                            c.stable_on += 1;
+                        } else {
+                            c.stable_off += 1;
+                        }
+                        if ran != if on { all } else { 0 } {
+                            c.violations += 1;
+                        }
+                    }
+                    calls.fetch_add(1, Ordering::Relaxed);
+                }
+                crate::arch::without_interrupts(|| results.lock().push(c));
+            })
+        })
+        .collect();
+    // Lets the workers make `n` calls (at most 100 ms) in a stable epoch.
+    let let_run = |n: u64| {
+        let c0 = calls.load(Ordering::Relaxed);
+        let end = crate::time::now_ns() + 100_000_000;
+        while calls.load(Ordering::Relaxed) < c0 + n && crate::time::now_ns() < end {
+            crate::sched::yield_now();
+        }
+    };
+    let mut errors = 0u64;
+    let_run(nr as u64);
+    for _ in 0..toggles {
+        for on in [true, false] {
+            STRESS_EPOCH.fetch_add(1, Ordering::SeqCst);
+            let r = if on {
+                static_key_enable(&JUMP_LABEL_TEST_KEY)
+            } else {
+                static_key_disable(&JUMP_LABEL_TEST_KEY)
+            };
+            errors += r.is_err() as u64;
+            STRESS_EPOCH.fetch_add(1, Ordering::SeqCst);
+            let_run(1);
+        }
+    }
+    STRESS_STOP.store(true, Ordering::SeqCst);
+    for w in workers {
+        w.join();
+    }
+    let mut t = StressCounts::default();
+    let reported = results.lock().len();
+    for c in results.lock().iter() {
+        t.calls += c.calls;
+        t.stable_on += c.stable_on;
+        t.stable_off += c.stable_off;
+        t.violations += c.violations;
+        t.wrong += c.wrong;
+    }
+    let check = jump_label_check();
+    let mut out = format!(
+        "jump_label_test stress: {} toggles, {} calls on {} CPUs ({} in a stable on epoch, {} off), {} violations, {} wrong results, {} errors\n",
+        toggles, t.calls, reported, t.stable_on, t.stable_off, t.violations, t.wrong, errors
+    );
+    out.push_str(&jump_label_check_text());
+    let pass = reported == nr - 1
+        && t.stable_on > 0
+        && t.stable_off > 0
+        && t.violations == 0
+        && t.wrong == 0
+        && errors == 0
+        && check.bad == 0
+        && !JUMP_LABEL_TEST_KEY.is_enabled();
+    out.push_str(if pass {
+        "jump_label_test stress: PASS\n"
+    } else {
+        "jump_label_test stress: FAIL\n"
     });
     out
 }

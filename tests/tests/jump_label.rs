@@ -4,7 +4,8 @@
 //! key's sites), the boot line that counts them, then the self-test key
 //! enabled and disabled with `jump_label_check` reading every site back and
 //! `jump_label_test run` showing whether the guarded code runs, and
-//! `jump_label_test int3` running the sites while they hold int3.
+//! `jump_label_test int3` running the sites while they hold int3, and
+//! `jump_label_test stress` running them on 3 CPUs while the key toggles.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -178,9 +179,31 @@ fn check(mode: &str) {
         int3.ends_with("jump_label_test int3: PASS\n"),
         "{mode}: {int3}"
     );
+    // Every other CPU runs the sites while this one toggles the key: in a
+    // stable epoch all or none of the branches are taken, every result is
+    // right (the stress command checks both and says PASS or FAIL).
+    let stress = k.run_with_timeout(
+        "jump_label_test stress 100",
+        std::time::Duration::from_secs(300),
+    );
+    assert!(
+        stress.starts_with("jump_label_test stress: 100 toggles, ")
+            && stress.contains(" on 3 CPUs (")
+            && stress.contains(", 0 violations, 0 wrong results, 0 errors\n"),
+        "{mode}: {stress}"
+    );
+    assert!(stress.contains(&check_line(jmp0)), "{mode}: {stress}");
+    assert!(
+        stress.ends_with("jump_label_test stress: PASS\n"),
+        "{mode}: {stress}"
+    );
     assert_eq!(
         k.run("jump_label_test bogus"),
-        "usage: jump_label_test enable|disable|run|int3\n"
+        "usage: jump_label_test enable|disable|run|int3|stress [N]\n"
+    );
+    assert_eq!(
+        k.run("jump_label_test stress x"),
+        "usage: jump_label_test stress [TOGGLES]\n"
     );
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
