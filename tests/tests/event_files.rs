@@ -203,15 +203,17 @@ fn set_event_syntax_enable_files_and_errors() {
 }
 /// `prev_pid=` and `next_pid=` of a sched_switch line of `trace`.
 fn switch_pids(line: &str) -> (u32, u32) {
-    let field = |name: &str| -> u32 {
-        let at = line.find(name).unwrap_or_else(|| panic!("{line}")) + name.len();
-        let digits: String = line[at..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.parse().unwrap_or_else(|_| panic!("{line}"))
-    };
-    (field(" prev_pid="), field(" next_pid="))
+    (field(line, " prev_pid="), field(line, " next_pid="))
+}
+
+/// The number after `name` in a line of `trace`.
+fn field(line: &str, name: &str) -> u32 {
+    let at = line.find(name).unwrap_or_else(|| panic!("{line}")) + name.len();
+    let digits: String = line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().unwrap_or_else(|_| panic!("{line}"))
 }
 
 /// The sched_switch lines of `trace`, as (prev_pid, next_pid).
@@ -220,6 +222,25 @@ fn switches(k: &mut Kernel) -> Vec<(u32, u32)> {
         .lines()
         .filter(|l| !l.starts_with('#') && l.contains(" sched_switch: "))
         .map(switch_pids)
+        .collect()
+}
+
+/// The wakeup lines (sched_waking, sched_wakeup, sched_wakeup_new) of
+/// `trace`, as (pid of the task that woke, pid of the woken task).
+fn wakeups(k: &mut Kernel) -> Vec<(u32, u32)> {
+    cat(k, "trace")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            [" sched_waking: ", " sched_wakeup: ", " sched_wakeup_new: "]
+                .iter()
+                .any(|e| l.contains(e))
+        })
+        .map(|l| {
+            let task = l.split_whitespace().next().unwrap();
+            let waker = task.rsplit_once('-').unwrap().1.parse().unwrap();
+            (waker, field(l, " pid="))
+        })
         .collect()
 }
 
@@ -255,6 +276,24 @@ fn set_event_pid_filters_trace() {
     let only_sh = run_work(&mut k);
     assert!(!only_sh.is_empty());
     assert!(!without_sh(&only_sh), "{only_sh:?}");
+
+    // Wakeups: recorded when the waker or the woken task is listed; the
+    // shell, asleep waiting for work or for the console, is woken by
+    // others (work's tasks, the console interrupt on the idle task), and
+    // those wakeups show. Without a list, work's tasks waking each other
+    // show too.
+    let wake = "'sched:sched_waking sched:sched_wakeup sched:sched_wakeup_new'";
+    assert_eq!(echo(&mut k, wake, ">>", "set_event"), "");
+    run_work(&mut k);
+    let w = wakeups(&mut k);
+    assert!(w.iter().all(|&(by, woken)| by == 1 || woken == 1), "{w:?}");
+    assert!(w.iter().any(|&(by, woken)| by != 1 && woken == 1), "{w:?}");
+    assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
+    run_work(&mut k);
+    let w = wakeups(&mut k);
+    assert!(w.iter().any(|&(by, woken)| by != 1 && woken != 1), "{w:?}");
+    assert_eq!(echo(&mut k, "sched:sched_switch", ">", "set_event"), "");
+    assert_eq!(echo(&mut k, "1", ">", "set_event_pid"), "");
 
     // event-fork (off by default): work's tasks join the list while they
     // live, so their switches to and from idle show.

@@ -260,8 +260,10 @@ fn follow_exit(_data: *mut (), task: &TaskInfo) {
 pub fn trace_event_follow_fork(enable: bool) {
     let d = core::ptr::null_mut();
     let r = if enable {
-        sched::register_trace_sched_process_fork(follow_fork, d)
-            .and_then(|_| sched::register_trace_sched_process_exit(follow_exit, d))
+        // Linux's priorities: the fork probe after every other probe, the
+        // one that drops a task before them.
+        sched::register_trace_prio_sched_process_fork(follow_fork, d, i32::MIN)
+            .and_then(|_| sched::register_trace_prio_sched_process_exit(follow_exit, d, i32::MAX))
     } else {
         let a = sched::unregister_trace_sched_process_fork(follow_fork, d);
         let b = sched::unregister_trace_sched_process_exit(follow_exit, d);
