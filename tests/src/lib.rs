@@ -137,3 +137,29 @@ impl Kernel {
         ok(self.session.wait_exit(timeout))
     }
 }
+
+/// Builds the ktrace binary (release, in the repository's target dir,
+/// serialised with the kernel builds) and returns its path.
+pub fn ktrace_bin() -> PathBuf {
+    let root = root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new("flock")
+        .arg(root.join("target/build.lock"))
+        .arg(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "build-tools",
+            "--bin",
+            "ktrace",
+            "--target-dir",
+        ])
+        .arg(root.join("target"))
+        .current_dir(&root)
+        .status()
+        .expect("cannot run cargo");
+    assert!(status.success(), "building ktrace failed");
+    root.join("target/release/ktrace")
+}

@@ -5,6 +5,7 @@
 //! `KTRACE_STRESS_SECONDS=300 cargo test --release -p tests --test stress`
 //! runs the stress longer than the CI default.
 
+use std::path::Path;
 use std::time::Duration;
 
 use tests::Kernel;
@@ -181,4 +182,127 @@ fn int3_hit_in_the_middle_of_a_patch_mcount() {
 #[test]
 fn int3_hit_in_the_middle_of_a_patch_fentry() {
     forced_int3("fentry");
+}
+
+/// Per CPU, what `check_event_chains` found.
+#[derive(Debug, Default)]
+struct Chains {
+    switches: u64,
+    timer_pairs: u64,
+}
+
+/// Every CPU's records of a trace taken with all events steadily on must
+/// chain: each sched_switch's prev is the task the CPU's previous
+/// sched_switch switched to, and local_timer_entry/exit alternate (the
+/// timer interrupt does not nest). A record the writer lost breaks a
+/// chain; only a page the reader reports as preceded by missed
+/// (overwritten) events may start a new one.
+fn check_event_chains(dat: &Path) -> Result<Vec<Chains>, String> {
+    use build_tools::tracedat::dat::TraceDat;
+    use build_tools::tracedat::report::{cpu_records, EventFormat};
+    let bytes = std::fs::read(dat).map_err(|e| e.to_string())?;
+    let dat = TraceDat::parse(&bytes).map_err(|e| e.to_string())?;
+    let format = |system: &str, name: &str| -> Result<EventFormat, String> {
+        for s in dat.event_systems.iter().filter(|s| s.name == system) {
+            for f in &s.formats {
+                let text = String::from_utf8_lossy(f);
+                if text.starts_with(&format!("name: {name}\n")) {
+                    return EventFormat::parse(system, &text).map_err(|e| e.to_string());
+                }
+            }
+        }
+        Err(format!("no {system}:{name} format in the trace.dat"))
+    };
+    let switch = format("sched", "sched_switch")?;
+    let entry = format("irq_vectors", "local_timer_entry")?;
+    let exit = format("irq_vectors", "local_timer_exit")?;
+    let mut per_cpu = Vec::new();
+    for cpu in 0..dat.cpus.len() {
+        let mut c = Chains::default();
+        let mut last_next: Option<u64> = None;
+        let mut in_timer: Option<bool> = None;
+        for r in cpu_records(&dat, cpu).map_err(|e| e.to_string())? {
+            if r.missed != 0 {
+                last_next = None;
+                in_timer = None;
+            }
+            let ty = u16::from_le_bytes([r.data[0], r.data[1]]);
+            if ty == switch.id {
+                let prev = switch.num(&r.data, "prev_pid").unwrap();
+                let next = switch.num(&r.data, "next_pid").unwrap();
+                if let Some(want) = last_next {
+                    if prev != want {
+                        return Err(format!(
+                            "CPU {cpu} at {}: sched_switch from pid {prev}, but the last one switched to {want}",
+                            r.ts
+                        ));
+                    }
+                }
+                last_next = Some(next);
+                c.switches += 1;
+            } else if ty == entry.id || ty == exit.id {
+                let is_entry = ty == entry.id;
+                if in_timer == Some(is_entry) {
+                    let what = if is_entry { "entry" } else { "exit" };
+                    return Err(format!(
+                        "CPU {cpu} at {}: two local_timer_{what} in a row",
+                        r.ts
+                    ));
+                }
+                if !is_entry && in_timer.is_some() {
+                    c.timer_pairs += 1;
+                }
+                in_timer = Some(is_entry);
+            }
+        }
+        per_cpu.push(c);
+    }
+    Ok(per_cpu)
+}
+
+#[test]
+fn all_events_on_four_cpus_under_load_lose_nothing() {
+    let seconds: u64 = std::env::var("KTRACE_STRESS_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let dir = std::env::temp_dir().join(format!("event-stress-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dat = dir.join("events.dat");
+    // At least MIN_TOGGLES switches of every event however slow the host.
+    const MIN_TOGGLES: u64 = 20;
+    let out = std::process::Command::new(tests::ktrace_bin())
+        .env("KTRACE_ROOT", tests::root())
+        .args(["extract", "--smp", "4", "-o"])
+        .arg(&dat)
+        .arg("--")
+        .arg(format!("work events {seconds} {MIN_TOGGLES}"))
+        .arg("echo 0 > /tracing/tracing_on")
+        .arg("jump_label_check")
+        .arg("ftrace_check")
+        .output()
+        .expect("cannot run ktrace");
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{log}");
+    assert!(out.status.success(), "ktrace extract failed:\n{log}");
+    let summary = line(&log, "work events:");
+    assert!(num_before(summary, "toggles") >= MIN_TOGGLES, "{summary}");
+    assert!(summary.contains(" 0 errors"), "{summary}");
+    let jl = line(&log, "jump_label_check:");
+    assert!(jl.contains(" keys, 0 bad,"), "{jl}");
+    let fc = line(&log, "ftrace_check:");
+    assert!(fc.contains(" sites, 0 bad,"), "{fc}");
+    let chains = check_event_chains(&dat).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("{chains:?}");
+    assert_eq!(chains.len(), 4);
+    for (cpu, c) in chains.iter().enumerate() {
+        assert!(
+            c.switches > 0,
+            "CPU {cpu}: no sched_switch recorded: {chains:?}"
+        );
+        assert!(
+            c.timer_pairs > 0,
+            "CPU {cpu}: no timer interrupt recorded: {chains:?}"
+        );
+    }
 }

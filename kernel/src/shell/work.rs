@@ -15,6 +15,8 @@
 //!   bound to a CPU: the scheduler moves them (the summary counts their
 //!   migrations), until the time is up or Ctrl-C; then a summary with the
 //!   errors of each workload.
+//! - `work events SECONDS [MIN_TOGGLES]`: the load of `work all` while every
+//!   trace event is switched on and off, then left on (see [`events`]).
 //!
 //! Every function the threads run is `#[inline(never)]` so it has its own
 //! `__fentry__` call site and shows up in function traces.
@@ -70,7 +72,8 @@ struct PingPong {
 }
 
 pub fn run(args: &[String], out: &mut Output) {
-    let usage = "Usage: work files|sleep|compute N  or  work all SECONDS";
+    let usage =
+        "Usage: work files|sleep|compute N  or  work all SECONDS  or  work events SECONDS [MIN_TOGGLES]";
     let (Some(kind), Some(arg)) = (args.first(), args.get(1)) else {
         println!("{}", usage);
         return;
@@ -150,8 +153,75 @@ pub fn run(args: &[String], out: &mut Output) {
             );
             out.emit_str("work", &text);
         }
+        "events" => events(&state, cpus, arg, args.get(2), out),
         _ => println!("{}", usage),
     }
+}
+
+/// `work events SECONDS [MIN_TOGGLES]`: the load of `work all`, first with
+/// every trace event switched on and off through `/tracing/events/enable`
+/// as fast as the patching goes (every switch rewrites every tracepoint site
+/// while the workers run through them), for half the time and at least
+/// MIN_TOGGLES times; then with every event on and the buffer cleared, for
+/// the other half, so that what the buffer holds afterwards was all recorded
+/// with the events steadily on (a test checks it lost nothing: each CPU's
+/// sched_switch records chain, next to prev, and its interrupt entry and
+/// exit events alternate).
+fn events(state: &Arc<WorkState>, cpus: usize, arg: &str, min: Option<&String>, out: &mut Output) {
+    let (Some(ns), Some(min_toggles)) = (
+        super::parse::parse_seconds(arg),
+        min.map_or(Some(0), |m| m.parse::<u64>().ok()),
+    ) else {
+        println!("work: invalid number '{}'", min.map_or(arg, |m| m.as_str()));
+        return;
+    };
+    let start = crate::time::now_ns();
+    let mut handles = spawn_files(state, cpus, None, false);
+    handles.extend(spawn_compute(state, cpus, None, false));
+    let (sleepers, pairs) = spawn_sleep(state, cpus, None, false);
+    handles.extend(sleepers);
+
+    let enable = "/tracing/events/enable";
+    let mut toggles = 0u64;
+    let mut toggle_errors = 0u64;
+    let half = start.saturating_add(ns / 2);
+    while (crate::time::now_ns() < half || toggles < min_toggles) && !crate::sched::signal_pending()
+    {
+        for v in [b"1\n", b"0\n"] {
+            if fs::vfs::write_file(enable, v).is_err() {
+                toggle_errors += 1;
+            }
+        }
+        toggles += 1;
+    }
+    let steady = fs::vfs::write_file(enable, b"1\n")
+        .and_then(|_| fs::vfs::open("/tracing/trace", OpenFlags::O_WRONLY | OpenFlags::O_TRUNC))
+        .is_ok();
+    if !steady {
+        toggle_errors += 1;
+    }
+    let steady_start = crate::time::now_ns();
+    wait(
+        state,
+        handles,
+        &pairs,
+        Some(steady_start.saturating_add(ns / 2)),
+    );
+    let elapsed = crate::time::now_ns() - start;
+    let text = format!(
+        "work events: {}.{:03} s on {} cpus: {} toggles ({} failed), {} files, {} compute iterations, {} round trips, {} errors{}\n",
+        elapsed / 1_000_000_000,
+        elapsed / 1_000_000 % 1000,
+        cpus,
+        toggles,
+        toggle_errors,
+        state.files.load(Ordering::SeqCst),
+        state.compute_iterations.load(Ordering::SeqCst),
+        state.round_trips.load(Ordering::SeqCst),
+        state.errors() + toggle_errors,
+        if crate::sched::signal_pending() { " (interrupted)" } else { "" }
+    );
+    out.emit_str("work", &text);
 }
 
 /// Waits for the threads, polling for Ctrl-C and the deadline every 10 ms;
