@@ -270,7 +270,7 @@ fn all_events_on_four_cpus_under_load_lose_nothing() {
     std::fs::create_dir_all(&dir).unwrap();
     let dat = dir.join("events.dat");
     // At least MIN_TOGGLES switches of every event however slow the host.
-    const MIN_TOGGLES: u64 = 20;
+    const MIN_TOGGLES: u64 = 10;
     let out = std::process::Command::new(tests::ktrace_bin())
         .env("KTRACE_ROOT", tests::root())
         .args(["extract", "--smp", "4", "-o"])
