@@ -373,8 +373,8 @@ fn run_test_sites() -> (u64, bool) {
 /// The `jump_label_test` shell command: `enable` or `disable` the test key
 /// (errors printed as the shell prints them), `run` the test functions
 /// and say how many sites ran their guarded code and whether that is what
-/// the key says, `int3`: [`jump_label_int3_test`], `stress [N]`:
-/// [`jump_label_stress`].
+/// the key says, `int3`: [`jump_label_int3_test`], `unexpected`:
+/// [`jump_label_unexpected_test`], `stress [N]`: [`jump_label_stress`].
 pub fn jump_label_test(args: &[String]) -> String {
     let key = &JUMP_LABEL_TEST_KEY;
     match args.first().map(String::as_str) {
@@ -408,11 +408,12 @@ pub fn jump_label_test(args: &[String]) -> String {
             )
         }
         Some("int3") => jump_label_int3_test(),
+        Some("unexpected") => jump_label_unexpected_test(),
         Some("stress") => match args.get(1).map_or(Ok(200), |n| n.parse::<u64>()) {
             Ok(n) if n > 0 => jump_label_stress(n),
             _ => String::from("usage: jump_label_test stress [TOGGLES]\n"),
         },
-        _ => String::from("usage: jump_label_test enable|disable|run|int3|stress [N]\n"),
+        _ => String::from("usage: jump_label_test enable|disable|run|int3|unexpected|stress [N]\n"),
     }
 }
 
@@ -653,6 +654,63 @@ pub fn jump_label_stress(toggles: u64) -> String {
         "jump_label_test stress: PASS\n"
     } else {
         "jump_label_test stress: FAIL\n"
+    });
+    out
+}
+
+/// `jump_label_test unexpected`: the last site of the test key is made to
+/// hold another 5-byte NOP (`0f 1f 44 00 08`), then the key is enabled: the
+/// enable must fail with EIO having written nothing (the key stays off, the
+/// other sites keep their NOP, no guarded code runs), as Linux refuses an
+/// "unexpected op" (it BUG()s). The site is put back afterwards.
+pub fn jump_label_unexpected_test() -> String {
+    use crate::arch::text_poke::{text_poke_sync, TextPoke};
+    let key = &JUMP_LABEL_TEST_KEY;
+    if key.is_enabled() {
+        let _ = static_key_disable(key);
+    }
+    let Some(site) = jump_entries()[key.run()].last().map(|e| e.code) else {
+        return String::from("jump_label_test unexpected: the test key has no site\njump_label_test unexpected: FAIL\n");
+    };
+    let other_nop = [0x0f, 0x1f, 0x44, 0x00, 0x08];
+    let set = |bytes: &[u8; 5]| {
+        let _guard = JUMP_LABEL_MUTEX.lock();
+        let mut poke = TextPoke::lock();
+        // Only the last byte differs: a displacement byte of the NOP,
+        // harmless to a CPU that runs the site meanwhile.
+        poke.write(site + 4, &bytes[4..]);
+        drop(poke);
+        text_poke_sync();
+    };
+    set(&other_nop);
+    let r = static_key_enable(key);
+    let check = jump_label_check();
+    let (ran, results_ok) = run_test_sites();
+    let still_off = !key.is_enabled();
+    set(&arch_jl::JUMP_LABEL_NOP);
+    let after = jump_label_check();
+    let mut out = format!(
+        "jump_label_test unexpected: enable: {}, key {}, {} bad site(s), {} of {} ran\n",
+        match r {
+            Ok(()) => String::from("ok"),
+            Err(e) => String::from(e.strerror()),
+        },
+        if still_off { "off" } else { "on" },
+        check.bad,
+        ran.count_ones(),
+        TEST_SITES
+    );
+    out.push_str(&jump_label_check_text());
+    let pass = r == Err(Errno::EIO)
+        && still_off
+        && check.bad == 1
+        && ran == 0
+        && results_ok
+        && after.bad == 0;
+    out.push_str(if pass {
+        "jump_label_test unexpected: PASS\n"
+    } else {
+        "jump_label_test unexpected: FAIL\n"
     });
     out
 }

@@ -43,7 +43,9 @@ fn check_elf(mode: &str) -> (usize, usize, usize) {
         assert_eq!(bytes[off..off + 5], NOP5, "{mode}: site {:#x}", e.code);
         assert!(!e.branch, "{mode}: every site is static_branch_unlikely");
         assert!(
-            e.target > e.code && e.target < text.address() + text.size(),
+            e.target != e.code
+                && e.target >= text.address()
+                && e.target < text.address() + text.size(),
             "{mode}: target {:#x} of site {:#x}",
             e.target,
             e.code
@@ -179,6 +181,19 @@ fn check(mode: &str) {
         int3.ends_with("jump_label_test int3: PASS\n"),
         "{mode}: {int3}"
     );
+    // A site that holds something else: enabling fails with EIO and writes
+    // nothing (Linux's "unexpected op"), then the site is put back.
+    let unexpected = k.run("jump_label_test unexpected");
+    assert!(
+        unexpected.contains(&format!(
+            "jump_label_test unexpected: enable: Input/output error, key off, 1 bad site(s), 0 of {TEST_SITES} ran\n"
+        )) && unexpected.contains("jump_label: unexpected op at ")
+            && unexpected.ends_with(&format!(
+                "{}jump_label_test unexpected: PASS\n",
+                check_line(jmp0)
+            )),
+        "{mode}: {unexpected}"
+    );
     // Every other CPU runs the sites while this one toggles the key: in a
     // stable epoch all or none of the branches are taken, every result is
     // right (the stress command checks both and says PASS or FAIL).
@@ -199,7 +214,7 @@ fn check(mode: &str) {
     );
     assert_eq!(
         k.run("jump_label_test bogus"),
-        "usage: jump_label_test enable|disable|run|int3|stress [N]\n"
+        "usage: jump_label_test enable|disable|run|int3|unexpected|stress [N]\n"
     );
     assert_eq!(
         k.run("jump_label_test stress x"),

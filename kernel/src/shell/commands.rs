@@ -43,9 +43,10 @@ Commands:
                            30) and at least MIN updates
   ftrace_int3_test         hit a site while it is being patched (int3 path)
   jump_label_check         read every static key site back and check it
-  jump_label_test enable|disable|run|int3|stress [N]  the static key self-test
-                           (int3: hit its sites while they are being patched;
-                           stress: run them on every CPU while N toggles)
+  jump_label_test enable|disable|run|int3|unexpected|stress [N]  the static key
+                           self-test (int3: hit its sites while they are being
+                           patched; unexpected: a site that holds something
+                           else; stress: run them on every CPU while N toggles)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
   bench [steps|allcpu]     cost of tracing per call/event/site (BENCHMARKS.md)
