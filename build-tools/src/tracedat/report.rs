@@ -18,8 +18,10 @@
 //!   `func() {`, exits `}` with the duration and its overhead mark;
 //! - `print` uses its print fmt `"%ps: %s"`;
 //! - `sched_switch`, `sched_wakeup` and `sched_wakeup_new` go through the
-//!   sched plugin (libtraceevent: plugins/plugin_sched_switch.c); other
-//!   trace events print their `print fmt` text, which is the kernel's own;
+//!   sched plugin (libtraceevent: plugins/plugin_sched_switch.c), the kmem
+//!   events get the kmem plugin's `(function+0xoff) ` prefix; trace events
+//!   print their `print fmt` text, which is the kernel's own but for `%p`
+//!   (`0x..`) and `%pS` (no `/0xsize`);
 //! - `func_repeats` prints as `function` does, then
 //!   `(count: N  last_ts: T)`;
 //! - a page whose `commit` carries RB_MISSED_EVENTS starts with
@@ -354,6 +356,15 @@ fn print_record(
         ("ftrace", "func_repeats") => func_repeats_text(ctx, fmt, rec, opts.parent),
         ("sched", "sched_switch") => sched_switch_text(ctx, fmt, rec),
         ("sched", "sched_wakeup" | "sched_wakeup_new") => sched_wakeup_text(ctx, fmt, rec),
+        (
+            "kmem",
+            "kfree"
+            | "kmalloc"
+            | "kmalloc_node"
+            | "kmem_cache_alloc"
+            | "kmem_cache_alloc_node"
+            | "kmem_cache_free",
+        ) => event_text(ctx, fmt, rec).map(|t| call_site_prefix(ctx, fmt, rec) + &t),
         _ => event_text(ctx, fmt, rec),
     };
     match body {
@@ -654,7 +665,44 @@ fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> 
     }
     let mut out = tracer::output::TraceSeq::new();
     (call.print)(&rec.data, &mut out, &ctx.syms);
-    Some(plain_pointers(&String::from_utf8_lossy(out.as_bytes())))
+    let text = String::from_utf8_lossy(out.as_bytes());
+    Some(plain_pointers(&no_symbol_sizes(&text)))
+}
+
+/// libtraceevent's kmem plugin (plugins/plugin_kmem.c, `call_site_handler`)
+/// puts `(function+0xoff) ` before the text of the kmem events when their
+/// `call_site` resolves to a function.
+fn call_site_prefix(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> String {
+    let Some(site) = fmt.num(&rec.data, "call_site") else {
+        return String::new();
+    };
+    match ctx.syms.lookup(site) {
+        Some((name, start)) => format!("({name}+0x{:x}) ", (site - start) as i32),
+        None => String::new(),
+    }
+}
+
+/// Linux's `%pS` prints `function+0xoff/0xsize`, libtraceevent's
+/// `function+0xoff`: drops each `/0xsize` that follows a `+0xoff`.
+pub fn no_symbol_sizes(text: &str) -> String {
+    let hex_run = |s: &str| s.bytes().take_while(u8::is_ascii_hexdigit).count();
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("+0x") {
+        let n = hex_run(&rest[i + 3..]);
+        out.push_str(&rest[..i + 3 + n]);
+        rest = &rest[i + 3 + n..];
+        if n > 0 {
+            if let Some(after) = rest.strip_prefix("/0x") {
+                let m = hex_run(after);
+                if m > 0 {
+                    rest = &after[m..];
+                }
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Linux prints a bare `%p` as 16 hex digits (`ptr=0000000000000006`,
