@@ -12,15 +12,16 @@
 //! (the list logic is `tracer::tracepoint`, host-tested). It builds a new
 //! array, publishes it with one pointer store, waits until no CPU can still
 //! be walking the old one, then frees it. Linux waits for an RCU grace
-//! period: a tracepoint call runs with preemption off, so once every CPU
-//! has been through a point outside such a section, nobody holds the old
-//! pointer. Here each CPU keeps one word: its nesting depth in tracepoint
-//! calls (an interrupt can fire a tracepoint inside a probe) and, above it,
-//! how many times the depth went back to 0. A call adds 1 with a locked
-//! instruction (a full barrier: the store is visible before the pointer is
-//! read) and, at its end, subtracts 1 and moves the count on if it reached
-//! 0. The writer reads every CPU's word after publishing and waits, per CPU,
-//! until the depth is 0 or the count has moved ([`tracepoint_synchronize_unregister`]).
+//! period; this is the same idea in its simplest form ("RCU-sched"): a
+//! tracepoint call runs with preemption off, and costs nothing more than
+//! that (one `add` and one `sub` of this CPU's preempt count). A CPU seen
+//! with a preempt count of 0 is outside every tracepoint call, so it cannot
+//! hold a pointer it read before the new one was published. The writer
+//! ([`tracepoint_synchronize_unregister`]) asks every other CPU by an IPI to
+//! look at the count of the code it interrupted, and repeats until each has
+//! answered 0 once. The IPI also orders the reader's view: whatever a CPU
+//! does after taking it, it sees the new pointer. A CPU that fires a
+//! tracepoint with interrupts off takes the IPI only after that call.
 //! Probes run with preemption off and must not sleep; registering from a
 //! probe is not allowed (the writer would wait for itself).
 use alloc::boxed::Box;
@@ -28,19 +29,20 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use spin::Mutex;
-use tracer::tracepoint::TracepointFunc;
+pub use tracer::tracepoint::TracepointFunc;
 pub use tracer::tracepoint::TRACEPOINT_DEFAULT_PRIO;
-use tracer::tracepoint::{func_add, func_remove, key_change, quiescent, KeyChange, TpSeq};
+use tracer::tracepoint::{func_add, func_remove, key_change, KeyChange};
 
-use crate::arch::percpu;
+use crate::arch::{self, percpu};
 use crate::fs::Errno;
 use crate::jump_label::{static_key_disable, static_key_enable, StaticKey};
 
 /// Serializes every probe-list change (Linux: `tracepoints_mutex`).
 static TRACEPOINTS_MUTEX: Mutex<()> = Mutex::new(());
 
-/// Each CPU's tracepoint word (see the module doc and `tracer::tracepoint::TpSeq`).
-static TP_SEQ: [AtomicU64; percpu::MAX_CPUS] = [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+/// The CPUs that have answered "preempt count 0" in the current grace
+/// period (bit per CPU; see [`tracepoint_synchronize_unregister`]).
+static QUIESCENT: AtomicU64 = AtomicU64::new(0);
 
 /// The published probes of one tracepoint.
 struct Funcs<F> {
@@ -135,22 +137,20 @@ impl<F: Copy + PartialEq + 'static> Tracepoint<F> {
         Ok(())
     }
 
-    /// Calls every probe through `call(func, data)` (Linux: `__DO_TRACE`
-    /// and `__traceiter_NAME`), with preemption off and this CPU counted as
-    /// inside a tracepoint call. The call site tests the key first.
+    /// Runs `call` on the published probes (Linux: `__DO_TRACE`), with
+    /// preemption off: the read side of the grace period (see the module
+    /// doc). The call site tests the key first.
     #[inline(always)]
-    pub fn do_trace(&self, mut call: impl FnMut(F, *mut ())) {
-        let cpu = tp_enter();
+    pub fn do_trace(&self, call: impl FnOnce(&[TracepointFunc<F>])) {
+        percpu::this_cpu_preempt_inc();
         let p = self.funcs.load(Ordering::Acquire);
-        // SAFETY: the list at `p` is freed only after every CPU has left
-        // the tracepoint call it was in when `p` was replaced, and this CPU
-        // is counted as inside one (tp_enter) until tp_exit.
+        // SAFETY: the list at `p` is freed only after every other CPU has
+        // been seen with preemption on after `p` was replaced, and this CPU
+        // keeps preemption off until it is done with it.
         if let Some(funcs) = unsafe { p.as_ref() } {
-            for f in &funcs.list {
-                call(f.func, f.data as *mut ());
-            }
+            call(&funcs.list);
         }
-        tp_exit(cpu);
+        percpu::this_cpu_preempt_dec();
     }
 }
 
@@ -162,40 +162,33 @@ fn free<F>(p: *mut Funcs<F>) {
     }
 }
 
-/// Enters a tracepoint call: preemption off, this CPU's depth + 1 with a
-/// full barrier (before the probe list is read). Returns the CPU.
-#[inline(always)]
-fn tp_enter() -> usize {
-    percpu::this_cpu_preempt_inc();
-    let cpu = percpu::cpu_id();
-    TP_SEQ[cpu].fetch_add(1, Ordering::SeqCst);
-    cpu
-}
-
-/// Leaves a tracepoint call: depth - 1 (after the list was last read), and
-/// the count of returns to 0 moves on when the depth reaches 0.
-#[inline(always)]
-fn tp_exit(cpu: usize) {
-    let old = TP_SEQ[cpu].fetch_sub(1, Ordering::Release);
-    if TpSeq::depth(old) == 1 {
-        TP_SEQ[cpu].fetch_add(TpSeq::GEN_ONE, Ordering::Release);
+/// Run by the IPI on every other CPU: note this CPU as quiescent if the
+/// code the IPI interrupted had preemption on (so it was in no tracepoint
+/// call). Interrupt entry does not touch the preempt count.
+fn note_quiescent(_: usize) {
+    if percpu::this_cpu_preempt_count() == 0 {
+        QUIESCENT.fetch_or(1 << percpu::cpu_id(), Ordering::SeqCst);
     }
-    percpu::this_cpu_preempt_dec();
 }
 
 /// Waits until every CPU has left the tracepoint calls it was in (Linux:
-/// `tracepoint_synchronize_unregister`): after it, no probe runs with a
-/// list or data that was replaced before the call.
+/// `tracepoint_synchronize_unregister`, `synchronize_rcu`): after it, no
+/// probe runs with a list or data that was replaced before the call. The
+/// caller is not in a tracepoint call, so its own CPU counts as quiescent.
 pub fn tracepoint_synchronize_unregister() {
     core::sync::atomic::fence(Ordering::SeqCst);
-    let n = percpu::nr_cpus();
-    let mut then = [0u64; percpu::MAX_CPUS];
-    for (cpu, t) in then.iter_mut().enumerate().take(n) {
-        *t = TP_SEQ[cpu].load(Ordering::SeqCst);
-    }
-    for (cpu, &t) in then.iter().enumerate().take(n) {
-        while !quiescent(t, TP_SEQ[cpu].load(Ordering::Acquire)) {
-            core::hint::spin_loop();
+    percpu::this_cpu_preempt_inc();
+    let all = (1u64 << percpu::nr_cpus()) - 1;
+    QUIESCENT.store(1 << percpu::cpu_id(), Ordering::SeqCst);
+    while QUIESCENT.load(Ordering::SeqCst) != all {
+        arch::smp_call_function(note_quiescent, 0);
+        if QUIESCENT.load(Ordering::SeqCst) != all {
+            // A CPU was in a preempt-off section: let it run a little
+            // before asking again.
+            for _ in 0..1000 {
+                core::hint::spin_loop();
+            }
         }
     }
+    percpu::this_cpu_preempt_dec();
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 16] = [
+const NAMES: [&str; 17] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -21,6 +21,7 @@ const NAMES: [&str; 16] = [
     "rb_event_1cpu",
     "tracepoint_off_base",
     "tracepoint_off",
+    "event_sched_switch",
     "enable_all_per_site",
     "disable_all_per_site",
     "event_enable_all_per_site",
@@ -154,6 +155,14 @@ fn check(mode: &str) {
     assert!(
         got["tracepoint_off"] <= got["tracepoint_off_base"] + 1,
         "{mode}: a disabled tracepoint costs more than 1 instruction"
+    );
+    // A recorded sched_switch: at most 200 instructions over the disabled
+    // tracepoint, and no dearer than a recorded function event.
+    let function_event = got["call_function"] - got["call_nop"];
+    assert!(
+        got["event_sched_switch"] <= 200 && got["event_sched_switch"] <= function_event,
+        "{mode}: a recorded sched_switch costs {} (a function event {function_event})",
+        got["event_sched_switch"]
     );
     assert!(got["event_enable_all_per_site"] <= 1000 && got["event_disable_all_per_site"] <= 1000);
     // The all-CPU case needs vCPUs that run in parallel: under icount it

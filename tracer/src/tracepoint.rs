@@ -1,6 +1,5 @@
-//! The probe list of a tracepoint and the quiescence rule that makes
-//! replacing it safe (Linux: kernel/tracepoint.c, `func_add`,
-//! `func_remove`; the grace period of RCU).
+//! The probe list of a tracepoint (Linux: kernel/tracepoint.c, `func_add`,
+//! `func_remove`).
 //!
 //! A tracepoint holds a pointer to an immutable array of probes, each a
 //! (function, data) pair with a priority. Registering or unregistering never
@@ -9,14 +8,8 @@
 //! frees the old one only after every CPU has left any tracepoint call it
 //! was in when the new pointer became visible.
 //!
-//! That "has left" is decided from one per-CPU word ([`TpSeq`]): its low
-//! bits count the tracepoint calls the CPU is nested in (an interrupt can
-//! fire a tracepoint inside a probe), the high bits count how many times
-//! that depth went back to 0. A writer that sees depth 0, or sees the count
-//! of returns to 0 move on, knows that the call that might hold the old
-//! array has ended: any call that starts later reads the new pointer.
-//! [`quiescent`] is that test; the kernel's `tracepoint.rs` does the
-//! per-CPU stores and the waiting.
+//! How the kernel waits for that (an RCU-sched grace period: every CPU
+//! seen with preemption on) is in kernel/src/tracepoint.rs.
 
 use alloc::vec::Vec;
 
@@ -95,57 +88,6 @@ pub fn key_change(old: usize, new: usize) -> KeyChange {
     }
 }
 
-/// The per-CPU word of the quiescence rule: `depth` in the low
-/// [`TpSeq::DEPTH_BITS`] bits, the number of returns to depth 0 above.
-pub struct TpSeq;
-
-impl TpSeq {
-    /// Bits of the nesting depth (task, softirq, hardirq, NMI-like nesting
-    /// is far below 256).
-    pub const DEPTH_BITS: u32 = 8;
-    pub const DEPTH_MASK: u64 = (1 << Self::DEPTH_BITS) - 1;
-    /// Added when the depth returns to 0.
-    pub const GEN_ONE: u64 = 1 << Self::DEPTH_BITS;
-
-    /// The nesting depth in a word.
-    pub const fn depth(v: u64) -> u64 {
-        v & Self::DEPTH_MASK
-    }
-
-    /// The number of returns to depth 0 in a word.
-    pub const fn generation(v: u64) -> u64 {
-        v >> Self::DEPTH_BITS
-    }
-
-    /// The word after a call starts (the CPU adds 1).
-    pub const fn enter(v: u64) -> u64 {
-        v + 1
-    }
-
-    /// The word after a call ends: the depth drops by one and, if it
-    /// reaches 0, the generation moves on. The kernel does this in two
-    /// steps (subtract, then add [`TpSeq::GEN_ONE`] if the old depth was
-    /// 1); a writer that reads between them sees depth 0, which is also
-    /// quiescent.
-    pub const fn exit(v: u64) -> u64 {
-        if Self::depth(v) == 1 {
-            v - 1 + Self::GEN_ONE
-        } else {
-            v - 1
-        }
-    }
-}
-
-/// Whether a CPU whose word was `then` when the new list was published,
-/// and is `now`, has left every tracepoint call that could hold the old
-/// list: it was in none, it is in none now, or it has been back at depth 0
-/// since.
-pub const fn quiescent(then: u64, now: u64) -> bool {
-    TpSeq::depth(then) == 0
-        || TpSeq::depth(now) == 0
-        || TpSeq::generation(now) != TpSeq::generation(then)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,115 +134,5 @@ mod tests {
         assert_eq!(key_change(2, 1), KeyChange::Keep);
         assert_eq!(key_change(1, 0), KeyChange::Disable);
         assert_eq!(key_change(0, 0), KeyChange::Keep);
-    }
-
-    #[test]
-    fn quiescence_across_nesting() {
-        let idle = 0u64;
-        assert!(quiescent(idle, idle));
-        // A call in progress when the list was published.
-        let in1 = TpSeq::enter(idle);
-        assert!(!quiescent(in1, in1));
-        // An interrupt's tracepoint nests and ends: the outer call still
-        // holds its pointer.
-        let in2 = TpSeq::enter(in1);
-        assert!(!quiescent(in1, in2));
-        let back1 = TpSeq::exit(in2);
-        assert_eq!(back1, in1);
-        assert!(!quiescent(in1, back1));
-        // The outer call ends: quiescent, and stays so when a new call
-        // (which reads the new pointer) starts.
-        let done = TpSeq::exit(back1);
-        assert!(quiescent(in1, done));
-        let again = TpSeq::enter(done);
-        assert!(quiescent(in1, again));
-        assert_eq!(TpSeq::generation(again), 1);
-        // The kernel's two-step exit: after the subtraction the depth reads
-        // 0, which is quiescent too.
-        assert!(quiescent(in1, in1 - 1));
-    }
-
-    /// Readers walk the published list under the per-CPU word while a
-    /// writer replaces it and "frees" the old one (poisons it) once every
-    /// reader is quiescent: no reader ever sees a poisoned list.
-    #[test]
-    fn replaced_lists_are_never_seen_after_free() {
-        use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::*};
-        use std::sync::Arc;
-        const READERS: usize = 3;
-        struct List {
-            poisoned: AtomicBool,
-            items: Vec<u32>,
-        }
-        let words: Arc<Vec<AtomicU64>> =
-            Arc::new((0..READERS).map(|_| AtomicU64::new(0)).collect());
-        let first = Box::into_raw(Box::new(List {
-            poisoned: AtomicBool::new(false),
-            items: vec![1],
-        }));
-        let head = Arc::new(AtomicPtr::new(first));
-        let stop = Arc::new(AtomicBool::new(false));
-        let walked: Arc<Vec<AtomicU64>> =
-            Arc::new((0..READERS).map(|_| AtomicU64::new(0)).collect());
-        let mut threads = Vec::new();
-        for r in 0..READERS {
-            let (words, head, stop, walked) =
-                (words.clone(), head.clone(), stop.clone(), walked.clone());
-            threads.push(std::thread::spawn(move || {
-                let mut walks = 0u64;
-                while !stop.load(Relaxed) {
-                    let w = &words[r];
-                    w.fetch_add(1, SeqCst);
-                    // Nest once in a while, as an interrupt would.
-                    let nest = walks.is_multiple_of(3);
-                    if nest {
-                        w.fetch_add(1, SeqCst);
-                    }
-                    let l = unsafe { &*head.load(Acquire) };
-                    for _ in &l.items {
-                        assert!(!l.poisoned.load(Relaxed), "walked a freed list");
-                    }
-                    if nest {
-                        w.fetch_sub(1, Release);
-                    }
-                    let old = w.fetch_sub(1, Release);
-                    if TpSeq::depth(old) == 1 {
-                        w.fetch_add(TpSeq::GEN_ONE, Release);
-                    }
-                    walks += 1;
-                    walked[r].store(walks, Relaxed);
-                }
-            }));
-        }
-        let mut retired = Vec::new();
-        // Keep replacing until every reader has walked many times.
-        let mut i = 0u32;
-        // (A reader that panicked has finished: stop and report it.)
-        while (i < 2000 || walked.iter().any(|w| w.load(Relaxed) < 2000))
-            && !threads.iter().any(|t| t.is_finished())
-        {
-            i += 1;
-            let new = Box::into_raw(Box::new(List {
-                poisoned: AtomicBool::new(false),
-                items: (0..(i % 5) + 1).collect(),
-            }));
-            let old = head.swap(new, SeqCst);
-            let then: Vec<u64> = words.iter().map(|w| w.load(SeqCst)).collect();
-            for (w, t) in words.iter().zip(&then) {
-                while !quiescent(*t, w.load(SeqCst)) {
-                    std::hint::spin_loop();
-                }
-            }
-            unsafe { &*old }.poisoned.store(true, Relaxed);
-            retired.push(old);
-        }
-        stop.store(true, Relaxed);
-        for t in threads {
-            t.join().unwrap();
-        }
-        for p in retired {
-            drop(unsafe { Box::from_raw(p) });
-        }
-        drop(unsafe { Box::from_raw(head.load(SeqCst)) });
     }
 }

@@ -55,12 +55,29 @@ macro_rules! define_tracepoints {
                     }
                 }
 
-                /// The out-of-line part of the call site: every probe in turn.
+                /// The out-of-line part of the call site (Linux: `__DO_TRACE`):
+                /// one probe is called directly (Linux's static call), several
+                /// through the iterator.
+                #[inline(always)]
+                #[allow(clippy::too_many_arguments)]
+                fn [<__do_trace_ $name>]($($arg: $argty),*) {
+                    [<__TRACEPOINT_ $name>].do_trace(|funcs| match funcs {
+                        [only] => (only.func)(only.data as *mut (), $($arg),*),
+                        _ => [<__traceiter_ $name>](funcs, $($arg),*),
+                    });
+                }
+
+                /// Every probe in turn (Linux: `__traceiter_NAME`).
                 #[inline(never)]
                 #[cold]
                 #[allow(clippy::too_many_arguments)]
-                fn [<__do_trace_ $name>]($($arg: $argty),*) {
-                    [<__TRACEPOINT_ $name>].do_trace(|probe, data| probe(data, $($arg),*));
+                fn [<__traceiter_ $name>](
+                    funcs: &[$crate::tracepoint::TracepointFunc<fn(*mut (), $($argty),*)>],
+                    $($arg: $argty),*
+                ) {
+                    for f in funcs {
+                        (f.func)(f.data as *mut (), $($arg),*);
+                    }
                 }
 
                 /// Whether a probe is registered (Linux: `trace_NAME_enabled()`).

@@ -38,6 +38,8 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use spin::Mutex;
 use tracer::entry::{FtraceEntry, TRACE_FN};
+use tracer::trace_events::sched::sched_switch;
+use tracer::trace_events::{read_record, TaskInfo};
 
 use super::control;
 use super::ftrace::{self, FtraceOps};
@@ -698,6 +700,69 @@ fn tracepoint_leaf_base(a: u64, b: u64) -> u64 {
     a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
 }
 
+/// The two tasks of [`event_switch_leaf`]'s sched_switch.
+static SWITCH_PREV: TaskInfo = TaskInfo {
+    comm: *b"bench-prev\0\0\0\0\0\0",
+    pid: 7,
+    prio: 120,
+};
+static SWITCH_NEXT: TaskInfo = TaskInfo {
+    comm: *b"bench-next\0\0\0\0\0\0",
+    pid: 8,
+    prio: 120,
+};
+
+/// [`tracepoint_leaf_off`]'s body behind the real sched_switch
+/// tracepoint, as the scheduler fires it: with the event off this is the
+/// NOP, with it on one recorded sched_switch per call.
+#[inline(never)]
+fn event_switch_leaf(a: u64, b: u64) -> u64 {
+    crate::events::sched::trace_sched_switch(false, &SWITCH_PREV, &SWITCH_NEXT, 1);
+    a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
+}
+
+/// Instructions per recorded sched_switch: [`event_switch_leaf`] with the
+/// event on, minus the same with it off (so the figure is what recording
+/// adds to the disabled tracepoint, as `call_function` minus `call_nop` is
+/// for a function event). Preemption stays off so that no real switch
+/// lands in the buffer; every batch must leave exactly N sched_switch
+/// records of the bench's two tasks on this CPU.
+fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
+    crate::sched::preempt_disable();
+    let off = call_cost(event_switch_leaf, &mut || {});
+    let r = trace_event_enable_disable(&SCHED_SWITCH, true)
+        .map_err(|e| format!("enable sched_switch: {:?}", e))
+        .and_then(|_| {
+            let on = call_cost(event_switch_leaf, &mut || tr.buffer.reset());
+            let got = this_cpu_entries(tr);
+            let first = tr
+                .buffer
+                .peek_with(arch::cpu_id(), |_, data, _| {
+                    read_record::<sched_switch::Record>(data)
+                })
+                .flatten();
+            if got != N {
+                Err(format!(
+                    "{} events recorded for {} calls, expected {}",
+                    got, N, N
+                ))
+            } else if first.map(|r| (r.common.common_type, r.prev_pid, r.next_pid))
+                != Some((sched_switch::CALL.id, 7, 8))
+            {
+                Err(String::from(
+                    "the recorded event is not the bench's sched_switch",
+                ))
+            } else {
+                Ok((on.saturating_sub(off), N))
+            }
+        });
+    let _ = trace_event_enable_disable(&SCHED_SWITCH, false);
+    crate::sched::preempt_enable();
+    tr.buffer.reset();
+    r
+}
+
 /// The key of [`bench_key_sites`]'s `JL_SITES` sites.
 static BENCH_SITES_KEY: StaticKey = StaticKey::new();
 /// Bit `i` set when site `i` of [`bench_key_sites`] took its branch.
@@ -1025,6 +1090,8 @@ pub fn run(args: &[String]) -> String {
     } else {
         rep.figure("tracepoint_off", off, N);
     }
+
+    rep.result("event_sched_switch", event_sched_switch(tr));
 
     match update_all() {
         Ok((on, off, sites)) => {
