@@ -18,6 +18,7 @@ pub mod sched;
 // The shell only calls safe interfaces.
 #[forbid(unsafe_code)]
 pub mod shell;
+pub mod test_static_keys;
 pub mod time;
 pub mod trace;
 pub mod trace_printk;

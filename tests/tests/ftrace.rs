@@ -168,7 +168,7 @@ fn listing_and_checks(mode: &str, expected_sites: &BTreeSet<u64>) -> Vec<String>
     for f in [
         "kernel::shell::work::compute_leaf",
         "kernel::shell::work::compute_iteration",
-        "kernel::fs::path::normalize",
+        "kernel::fs::vfs::open",
     ] {
         assert!(funcs.iter().any(|l| l == f), "{f} is not listed");
     }

@@ -98,7 +98,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
             out.emit_str(cmd, &crate::jump_label::jump_label_check_text());
         }
         "jump_label_test" => {
-            out.emit_str(cmd, &crate::jump_label::jump_label_test(args));
+            out.emit_str(cmd, &crate::test_static_keys::jump_label_test(args));
         }
         "trace-export" => crate::trace::export::command(args),
         "ringbuf" => super::ringbuf::command(args, out),
