@@ -305,3 +305,26 @@ fn function_tracer_and_events() {
         "{lines:?}"
     );
 }
+
+/// Probes registered and unregistered on one CPU while the three others
+/// hit the tracepoint nonstop: no probe runs with data whose unregister
+/// returned (the quiescence wait), nothing faults, and the key is off
+/// after the last probe.
+#[test]
+fn tracepoint_register_under_load() {
+    let mut k = Kernel::boot(&["--smp", "4"]);
+    let r = run(&mut k, "tracepoint_stress 200");
+    let words: Vec<&str> = r.split_whitespace().collect();
+    assert_eq!(
+        words[..5],
+        ["tracepoint_stress:", "200", "rounds", "on", "4"],
+        "{r}"
+    );
+    let hits: u64 = words[7].parse().unwrap_or_else(|_| panic!("{r}"));
+    assert!(hits > 0, "{r}");
+    assert!(r.ends_with(" hits, 0 errors, key off\n"), "{r}");
+    assert_eq!(
+        run(&mut k, "tracepoint_stress x"),
+        "usage: tracepoint_stress [ROUNDS]\n"
+    );
+}

@@ -100,6 +100,12 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "jump_label_test" => {
             out.emit_str(cmd, &crate::test_static_keys::jump_label_test(args));
         }
+        "tracepoint_stress" => match args.first().map_or(Ok(1000), |n| n.parse::<u64>()) {
+            Ok(n) if n > 0 => {
+                out.emit_str(cmd, &crate::trace::tracepoint_stress::tracepoint_stress(n));
+            }
+            _ => println!("usage: tracepoint_stress [ROUNDS]"),
+        },
         "trace-export" => crate::trace::export::command(args),
         "ringbuf" => super::ringbuf::command(args, out),
         "trace_printk" => super::printk::command(args, out),

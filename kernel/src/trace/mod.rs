@@ -18,6 +18,7 @@ pub mod printk;
 pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
+pub mod tracepoint_stress;
 
 use tracer::trace_events::TaskInfo;
 
