@@ -126,7 +126,7 @@ fn events_fire_at_their_call_sites() {
     // A migration needs an idle CPU to steal a queued task: more tasks than
     // CPUs, a few rounds at most.
     for _ in 0..10 {
-        run(&mut k, "calltree 500 6");
+        run(&mut k, "calltree 2000 8");
         let n = run(&mut k, &format!("grep -c sched_migrate_task {T}/trace"));
         if n.trim() != "0" {
             break;
@@ -183,7 +183,7 @@ fn events_fire_at_their_call_sites() {
         migrate
             .iter()
             .any(|t| t.contains(" orig_cpu=") && t.contains(" dest_cpu=")),
-        "no migration in 10 rounds of calltree 500 6"
+        "no migration in 10 rounds of calltree 2000 8"
     );
     // Interrupts: the serial port (each typed command), the timer, the IPIs.
     assert!(texts(&lines, "irq_handler_entry").contains(&"irq=4 name=ttyS0"));
@@ -313,7 +313,8 @@ fn function_tracer_and_events() {
 #[test]
 fn tracepoint_register_under_load() {
     let mut k = Kernel::boot(&["--smp", "4"]);
-    let r = run(&mut k, "tracepoint_stress 200");
+    let r =
+        clean(&k.run_with_timeout("tracepoint_stress 200", std::time::Duration::from_secs(600)));
     let words: Vec<&str> = r.split_whitespace().collect();
     assert_eq!(
         words[..5],

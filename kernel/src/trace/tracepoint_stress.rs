@@ -34,7 +34,11 @@ static ERRORS: AtomicU64 = AtomicU64::new(0);
 #[inline(always)]
 fn trace_stress(v: u64) {
     if crate::static_branch_unlikely!(STRESS_KEY) {
-        STRESS_TP.do_trace(|probe, data| probe(data, v));
+        STRESS_TP.do_trace(|funcs| {
+            for f in funcs {
+                (f.func)(f.data as *mut (), v);
+            }
+        });
     }
 }
 
@@ -75,6 +79,12 @@ pub fn tracepoint_stress(rounds: u64) -> String {
                 while !STOP.load(Ordering::Relaxed) {
                     trace_stress(v);
                     v += 1;
+                    // Some work outside the tracepoint, as real callers
+                    // have: a CPU that is always inside a tracepoint call
+                    // (preemption off) stretches every grace period.
+                    for _ in 0..64 {
+                        core::hint::spin_loop();
+                    }
                 }
             })
         })
