@@ -2,7 +2,8 @@
 //! call tree (durations masked), the graph filters and options, return
 //! values with tracing on and off, a stress run over every traced function
 //! on 4 CPUs with a per-task nesting check, and a panic backtrace through
-//! hijacked return addresses. One boot per instrumentation mode.
+//! hijacked return addresses. One boot per instrumentation mode, and a
+//! short one for set_graph_function set before the tracer starts.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -658,4 +659,43 @@ fn function_graph_fentry() {
     assert_eq!(k.run("echo 1 > tracing_on"), "");
     check_backtrace(&mut k);
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 101);
+}
+
+/// set_graph_function written first on a fresh boot, every function
+/// traced (the allocator's too), set_graph_notrace never touched: the
+/// tracer starts and records the selected function's call tree, as
+/// Linux's does. The entry callback used to make the empty
+/// set_graph_notrace set on its first call, allocating in traced code; the
+/// allocator's traced functions entered the callback again, which then
+/// waited forever for the set its own CPU was making (the kernel hung at
+/// `echo function_graph > current_tracer`).
+#[test]
+fn set_graph_function_before_the_tracer() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(k.run("cd /tracing"), "");
+    assert_eq!(k.run("echo '*calltree_pair' > set_graph_function"), "");
+    assert_eq!(k.run("echo function_graph > current_tracer"), "");
+    // Interrupts arriving in the middle of the tree are not part of it.
+    assert_eq!(k.run("echo 0 > options/funcgraph-irqs"), "");
+    assert_eq!(k.run("echo > trace"), "");
+    assert!(k.run("calltree 1").contains("calltree: 1 iterations"));
+    assert_eq!(k.run("echo 0 > tracing_on"), "");
+    let out = clean(&k.run("cat trace"));
+    assert!(out.starts_with(HEADER), "{out}");
+    let g = |d: usize, t: &str| golden_text(d, t);
+    assert_eq!(
+        body(&out)
+            .iter()
+            .map(|l| split_default(l).2)
+            .collect::<Vec<_>>(),
+        [
+            g(0, "calltree_pair() {"),
+            g(1, "calltree_leaf();"),
+            g(1, "calltree_leaf();"),
+            g(0, "}")
+        ],
+        "{out}"
+    );
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }

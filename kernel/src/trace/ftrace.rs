@@ -221,8 +221,17 @@ pub struct FtraceOps {
     func_hash: Option<&'static FtraceHash>,
 }
 
-/// A [`RecordSet`] covering every record, made at its first use (after
-/// [`ftrace_init`]).
+/// A [`RecordSet`] covering every record (after [`ftrace_init`]), made by
+/// the first writer. Only writers (tracefs files, registration) make it:
+/// [`FtraceHash::get_or_init`] allocates. Traced code (the ftrace_ops
+/// callbacks) only reads it ([`FtraceHash::is_empty`],
+/// [`FtraceHash::contains_ip`], [`FtraceHash::contains`]), and to a reader
+/// a set not made yet is an empty one (Linux: the hash pointers start as
+/// EMPTY_HASH and only the write path allocates). A callback that made the
+/// set would allocate in traced context, and the allocator's own traced
+/// functions would enter the callback again (the recursion guard lets one
+/// nested level through), which would then wait forever for the set its
+/// own CPU is in the middle of making.
 pub struct FtraceHash(Once<RecordSet>);
 
 impl FtraceHash {
@@ -230,16 +239,36 @@ impl FtraceHash {
         FtraceHash(Once::new())
     }
 
-    /// The set.
+    /// The set, made (allocated) if it is not yet: writers only, never
+    /// from traced code.
     #[inline]
-    pub fn get(&self) -> &RecordSet {
+    pub fn get_or_init(&self) -> &RecordSet {
         self.0.call_once(|| RecordSet::new(records().len()))
+    }
+
+    /// The set if a writer made it; never allocates.
+    #[inline(always)]
+    pub fn get(&self) -> Option<&RecordSet> {
+        self.0.get()
+    }
+
+    /// True if no record is in the set (or it was never made).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.get().is_none_or(|s| s.is_empty())
+    }
+
+    /// True if record `i` is in the set.
+    #[inline(always)]
+    pub fn contains(&self, i: usize) -> bool {
+        self.get().is_some_and(|s| s.contains(i))
     }
 
     /// True if the record at call site `ip` is in the set.
     #[inline]
     pub fn contains_ip(&self, ip: u64) -> bool {
-        record_index(ip).is_some_and(|i| self.get().contains(i))
+        self.get()
+            .is_some_and(|s| record_index(ip).is_some_and(|i| s.contains(i)))
     }
 }
 
@@ -275,11 +304,12 @@ impl FtraceOps {
 
     /// The records this ops wants (Linux: ops->func_hash).
     #[inline]
-    pub fn func_hash(&self) -> &RecordSet {
-        self.func_hash.unwrap_or(&self.local_hash).get()
+    pub fn func_hash(&self) -> &FtraceHash {
+        self.func_hash.unwrap_or(&self.local_hash)
     }
 
-    /// True if this ops wants record `i`.
+    /// True if this ops wants record `i` (never allocates: called from
+    /// traced code by the list function).
     #[inline]
     pub fn wants(&self, i: usize) -> bool {
         self.func_hash().contains(i)
@@ -288,6 +318,7 @@ impl FtraceOps {
     /// Sets the records this ops wants (takes effect at the next update).
     pub fn set_wanted(&self, wanted: &[bool]) {
         self.func_hash()
+            .get_or_init()
             .store(|i| wanted.get(i).copied().unwrap_or(false));
     }
 }

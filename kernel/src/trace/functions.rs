@@ -239,7 +239,10 @@ pub(crate) fn apply_filter() -> Result<(), Errno> {
     // (Linux: graph_ops uses global_ops' hashes).
     global_ops::ftrace_update_global_hash();
     let probes = FILTER.lock().probed_functions();
-    PROBE_OPS.func_hash().store(|i| probes.contains(i));
+    PROBE_OPS
+        .func_hash()
+        .get_or_init()
+        .store(|i| probes.contains(i));
     let any_probe = !PROBE_OPS.func_hash().is_empty();
     let registered = PROBE_ACTIVE.load(Ordering::Relaxed);
     if any_probe && !registered {

@@ -26,7 +26,7 @@ pub static GLOBAL_HASH: FtraceHash = FtraceHash::new();
 /// Recomputes [`GLOBAL_HASH`] from [`FILTER`].
 pub fn ftrace_update_global_hash() {
     let f = FILTER.lock();
-    GLOBAL_HASH.get().store(|i| f.traces(i));
+    GLOBAL_HASH.get_or_init().store(|i| f.traces(i));
 }
 
 /// Function names in record order, for the filter parser.

@@ -62,8 +62,8 @@ static GRAPH_SLOW_LOCK: Mutex<()> = Mutex::new(());
 /// every store made before it, is the one that stays.
 fn update_graph_slow() {
     let _g = GRAPH_SLOW_LOCK.lock();
-    let slow = !GRAPH_HASH.get().is_empty()
-        || !NOTRACE_HASH.get().is_empty()
+    let slow = !GRAPH_HASH.is_empty()
+        || !NOTRACE_HASH.is_empty()
         || MAX_DEPTH.load(Ordering::SeqCst) != 0
         || SKIP_IRQS.load(Ordering::SeqCst)
         || TRACING_THRESH.load(Ordering::SeqCst) != 0;
@@ -88,7 +88,7 @@ fn in_hardirq() -> bool {
 /// Linux: ftrace_graph_ignore_func (with ftrace_graph_addr inlined).
 #[inline(always)]
 fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
-    if rs.bits.load(Ordering::Relaxed) & task_bits::GRAPH == 0 && !GRAPH_HASH.get().is_empty() {
+    if rs.bits.load(Ordering::Relaxed) & task_bits::GRAPH == 0 && !GRAPH_HASH.is_empty() {
         if !GRAPH_HASH.contains_ip(trace.func) {
             return true;
         }
@@ -131,7 +131,7 @@ fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool 
     if rs.bits.load(Ordering::Relaxed) & task_bits::NOTRACE != 0 {
         return false;
     }
-    if !NOTRACE_HASH.get().is_empty() && NOTRACE_HASH.contains_ip(trace.func) {
+    if !NOTRACE_HASH.is_empty() && NOTRACE_HASH.contains_ip(trace.func) {
         // Hijacked so that its return clears the bit; nothing recorded.
         rs.bits.fetch_or(task_bits::NOTRACE, Ordering::Relaxed);
         return true;
@@ -283,7 +283,7 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
     let edit = |f: &mut GraphFilter, buf: &[u8]| f.write(false, buf, &RecordNames);
     let commit = move |f: GraphFilter| {
         let (filter, hash) = graph_filter(kind);
-        hash.get().store(|i| f.contains(i));
+        hash.get_or_init().store(|i| f.contains(i));
         update_graph_slow();
         *filter.lock() = f;
         Ok(())
