@@ -30,28 +30,36 @@ fn scratch(name: &str) -> PathBuf {
 /// One function event: (comm-pid, cpu, time, function, parent).
 type Ev = (String, usize, String, String, String);
 
-/// Parses a line of the kernel's `trace`:
-/// `  work-compute/3-5       [003] .n...     0.137877: f <-p`.
-fn parse_kernel_line(line: &str) -> Option<Ev> {
+/// The context of a `trace` or `trace-cmd report` line: (task, cpu, the
+/// rest after `] `).
+fn split_context(line: &str) -> Option<(String, usize, &str)> {
     let open = line.find("] ")?;
     let lb = line[..open].rfind(" [")?;
     let task = line[..lb].trim().to_string();
     let cpu = line[lb + 2..open].parse().ok()?;
-    let rest = &line[open + 2..];
+    Some((task, cpu, &line[open + 2..]))
+}
+
+/// The time stamp and body of what follows the context (`flags ts: body`).
+fn split_time(rest: &str) -> Option<(String, &str)> {
     let colon = rest.find(": ")?;
     let ts = rest[..colon].split_whitespace().last()?.to_string();
-    let (func, parent) = rest[colon + 2..].split_once(" <-")?;
+    Some((ts, &rest[colon + 2..]))
+}
+
+/// Parses a line of the kernel's `trace`:
+/// `  work-compute/3-5       [003] .n...     0.137877: f <-p`.
+fn parse_kernel_line(line: &str) -> Option<Ev> {
+    let (task, cpu, rest) = split_context(line)?;
+    let (ts, body) = split_time(rest)?;
+    let (func, parent) = body.split_once(" <-")?;
     Some((task, cpu, ts, func.to_string(), parent.to_string()))
 }
 
 /// Parses a `trace-cmd report -O parent=1` function line:
 /// `  work-compute/3-5     [003]     0.137877: function:    f <-- p`.
 fn parse_report_line(line: &str) -> Option<Ev> {
-    let open = line.find("] ")?;
-    let lb = line[..open].rfind(" [")?;
-    let task = line[..lb].trim().to_string();
-    let cpu = line[lb + 2..open].parse().ok()?;
-    let rest = &line[open + 2..];
+    let (task, cpu, rest) = split_context(line)?;
     let (ts, body) = rest.split_once(": function: ")?;
     let (func, parent) = body.trim_start().split_once(" <-- ")?;
     Some((
@@ -815,14 +823,9 @@ fn trace_printk_in_trace_and_trace_cmd() {
 type EvLine = (String, usize, String, String, String);
 
 fn parse_event_line(line: &str) -> Option<EvLine> {
-    let open = line.find("] ")?;
-    let lb = line[..open].rfind(" [")?;
-    let task = line[..lb].trim().to_string();
-    let cpu = line[lb + 2..open].parse().ok()?;
-    let rest = &line[open + 2..];
-    let colon = rest.find(": ")?;
-    let ts = rest[..colon].split_whitespace().last()?.to_string();
-    let (event, text) = rest[colon + 2..].split_once(": ")?;
+    let (task, cpu, rest) = split_context(line)?;
+    let (ts, body) = split_time(rest)?;
+    let (event, text) = body.split_once(": ")?;
     Some((
         task,
         cpu,
