@@ -38,8 +38,8 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use spin::Mutex;
 use tracer::entry::{FtraceEntry, TRACE_FN};
+use tracer::trace_events::read_record;
 use tracer::trace_events::sched::sched_switch;
-use tracer::trace_events::{read_record, TaskInfo};
 
 use super::control;
 use super::ftrace::{self, FtraceOps};
@@ -700,24 +700,15 @@ fn tracepoint_leaf_base(a: u64, b: u64) -> u64 {
     a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
 }
 
-/// The two tasks of [`event_switch_leaf`]'s sched_switch.
-static SWITCH_PREV: TaskInfo = TaskInfo {
-    comm: *b"bench-prev\0\0\0\0\0\0",
-    pid: 7,
-    prio: 120,
-};
-static SWITCH_NEXT: TaskInfo = TaskInfo {
-    comm: *b"bench-next\0\0\0\0\0\0",
-    pid: 8,
-    prio: 120,
-};
-
 /// [`tracepoint_leaf_off`]'s body behind the real sched_switch
 /// tracepoint, as the scheduler fires it: with the event off this is the
 /// NOP, with it on one recorded sched_switch per call.
 #[inline(never)]
 fn event_switch_leaf(a: u64, b: u64) -> u64 {
-    crate::events::sched::trace_sched_switch(false, &SWITCH_PREV, &SWITCH_NEXT, 1);
+    if let Some(t) = crate::sched::current() {
+        let me = t.trace_info();
+        crate::events::sched::trace_sched_switch(false, me, me, 1);
+    }
     a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
 }
 
@@ -729,6 +720,15 @@ fn event_switch_leaf(a: u64, b: u64) -> u64 {
 /// records of the bench's two tasks on this CPU.
 fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
     use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
+    // The switch is the running task to itself, a live task as the
+    // scheduler's probes expect; but none may be registered (function_graph's
+    // sleep time, the event pid filter): they would act on it.
+    if crate::events::sched::trace_sched_switch_enabled() {
+        return Err(String::from(
+            "sched_switch has probes already (function_graph, set_event_pid?)",
+        ));
+    }
+    let pid = crate::sched::current_pid() as i32;
     crate::sched::preempt_disable();
     let off = call_cost(event_switch_leaf, &mut || {});
     let r = trace_event_enable_disable(&SCHED_SWITCH, true)
@@ -748,7 +748,7 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
                     got, N, N
                 ))
             } else if first.map(|r| (r.common.common_type, r.prev_pid, r.next_pid))
-                != Some((sched_switch::CALL.id, 7, 8))
+                != Some((sched_switch::CALL.id, pid, pid))
             {
                 Err(String::from(
                     "the recorded event is not the bench's sched_switch",
