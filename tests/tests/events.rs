@@ -329,3 +329,55 @@ fn tracepoint_register_under_load() {
         "usage: tracepoint_stress [ROUNDS]\n"
     );
 }
+
+/// The `N jmp` of `jump_label_check` (which must find no bad site).
+fn jmp_sites(k: &mut Kernel) -> usize {
+    let check = run(k, "jump_label_check");
+    assert!(check.contains(" 0 bad,"), "{check}");
+    let before = check.split(" jmp,").next().unwrap();
+    before
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{check}"))
+}
+
+/// Enabling an event turns exactly its tracepoint's sites into `jmp` (the
+/// count is read from the ELF's `__jump_table`: the entries whose key is
+/// the event's `__TRACEPOINT_KEY_NAME`), and disabling turns them back.
+#[test]
+fn enabling_an_event_patches_exactly_its_sites() {
+    use build_tools::sorttable::jump_table;
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(tests::kernel_elf("mcount")).unwrap();
+    let entries = jump_table(&data).unwrap().unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    let sites_of = |name: &str| -> usize {
+        // The v0-mangled name ends with the identifier's length, `_` (it
+        // starts with `_`) and the identifier.
+        let ident = format!("__TRACEPOINT_KEY_{name}");
+        let tag = format!("{}_{ident}", ident.len());
+        let key = obj
+            .symbols()
+            .find(|s| s.name().is_ok_and(|n| n.ends_with(&tag)))
+            .unwrap_or_else(|| panic!("no symbol {ident}"))
+            .address();
+        entries.iter().filter(|e| e.key == key).count()
+    };
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let base = jmp_sites(&mut k);
+    for event in [
+        "sched:sched_switch",
+        "sched:sched_wakeup",
+        "irq_vectors:local_timer_entry",
+        "kmem:kmalloc",
+        "vfs:vfs_open",
+    ] {
+        let n = sites_of(event.split_once(':').unwrap().1);
+        assert!(n >= 1, "{event}: no site in the ELF");
+        set(&mut k, event, true);
+        assert_eq!(jmp_sites(&mut k), base + n, "{event}: {n} sites");
+        set(&mut k, event, false);
+        assert_eq!(jmp_sites(&mut k), base, "{event} disabled");
+    }
+}
