@@ -290,7 +290,7 @@ pub fn jump_label_stress(toggles: u64) -> String {
                     let e1 = STRESS_EPOCH.load(Ordering::SeqCst);
                     c.calls += 1;
                     c.wrong += !ok as u64;
-                    if e0 == e1 && e0 % 2 == 0 {
+                    if e0 == e1 && e0.is_multiple_of(2) {
                         let on = e0 % 4 == 2;
                         if on {
                             c.stable_on += 1;
