@@ -3,8 +3,10 @@
 //! include/trace/events/*.h).
 //!
 //! Each system's declaration (`tracer::sched_events!` and the others, in
-//! tracer/src/trace_events/) is expanded here by [`define_tracepoints!`],
-//! which makes for every event NAME:
+//! tracer/src/trace_events/, with their event classes already expanded
+//! into plain events) is expanded here by [`define_tracepoints!`], in one
+//! module per system that `tracer::for_each_event_system!` makes; the
+//! stage makes for every event NAME:
 //! - `static __TRACEPOINT_KEY_NAME: StaticKey` and
 //!   `static __TRACEPOINT_NAME: Tracepoint<fn(*mut (), args..)>`;
 //! - `#[inline(always)] pub fn trace_NAME(args)`, the call site: a static
@@ -17,7 +19,8 @@
 //! probes that write records (kernel/src/trace/events.rs) register here.
 
 /// The tracepoint stage (see the module doc). Invoked by a system's
-/// declaration macro: `tracer::sched_events!(define_tracepoints)`.
+/// declaration macro: `tracer::sched_events!(define_tracepoints)`, which
+/// `tracer::for_each_event_system!(define_tracepoints)` calls per system.
 #[macro_export]
 macro_rules! define_tracepoints {
     (
@@ -105,32 +108,6 @@ macro_rules! define_tracepoints {
     };
 }
 
-/// `sched:*`: switch, wakeups, fork, exit, migration.
-pub mod sched {
-    tracer::sched_events!(define_tracepoints);
-}
-
-/// `irq:*`: device interrupt handlers.
-pub mod irq {
-    tracer::irq_events!(define_tracepoints);
-}
-
-/// `irq_vectors:*`: the local timer and the IPIs.
-pub mod irq_vectors {
-    tracer::irq_vectors_events!(define_tracepoints);
-}
-
-/// `kmem:*`: the heap.
-pub mod kmem {
-    tracer::kmem_events!(define_tracepoints);
-}
-
-/// `vfs:*`: this kernel's VFS.
-pub mod vfs {
-    tracer::vfs_events!(define_tracepoints);
-}
-
-/// `shell:*`: this kernel's shell.
-pub mod shell {
-    tracer::shell_events!(define_tracepoints);
-}
+// One module per system (`crate::events::sched`, ...), from tracer's list
+// of systems.
+tracer::for_each_event_system!(define_tracepoints);

@@ -5,7 +5,8 @@
 //! include/trace/trace_events.h).
 //!
 //! Every system's declaration (tracer/src/trace_events/) is expanded here
-//! by [`define_event_probes!`], which makes per event:
+//! by [`define_event_probes!`], in one module per system that
+//! `tracer::for_each_event_system!` makes; it makes per event:
 //! - the probe `trace_event_raw_event_NAME(data, args..)`: `data` is the
 //!   event's [`TraceEventFile`]; unless the event is soft-disabled or the
 //!   current task is pid-filtered, it reserves `NAME::size(args)` bytes and
@@ -122,7 +123,8 @@ pub fn trace_event_buffer_write(len: usize, fill: impl FnOnce(&mut [u8])) {
 }
 
 /// The probe stage (see the module doc). Invoked by a system's declaration
-/// macro inside a module of this file: `tracer::sched_events!(define_event_probes)`.
+/// macro inside a module of this file: `tracer::sched_events!(define_event_probes)`,
+/// which `tracer::for_each_event_system!(define_event_probes)` calls per system.
 #[macro_export]
 macro_rules! define_event_probes {
     (
@@ -184,46 +186,14 @@ macro_rules! define_event_probes {
     };
 }
 
-/// `sched:*`.
-pub mod sched {
-    tracer::sched_events!(define_event_probes);
-}
-
-/// `irq:*`.
-pub mod irq {
-    tracer::irq_events!(define_event_probes);
-}
-
-/// `irq_vectors:*`.
-pub mod irq_vectors {
-    tracer::irq_vectors_events!(define_event_probes);
-}
-
-/// `kmem:*`.
-pub mod kmem {
-    tracer::kmem_events!(define_event_probes);
-}
-
-/// `vfs:*`.
-pub mod vfs {
-    tracer::vfs_events!(define_event_probes);
-}
-
-/// `shell:*`.
-pub mod shell {
-    tracer::shell_events!(define_event_probes);
-}
+// One module per system (`sched::FILES`, ...), from tracer's list of
+// systems.
+tracer::for_each_event_system!(define_event_probes);
 
 /// Every system's events, in the order `available_events` lists them
-/// (the order of `tracer::trace_events::systems()`; `init` checks).
-static SYSTEMS: &[&[&TraceEventFile]] = &[
-    sched::FILES,
-    irq::FILES,
-    irq_vectors::FILES,
-    kmem::FILES,
-    vfs::FILES,
-    shell::FILES,
-];
+/// (the order of `tracer::trace_events::systems()`, from the same list;
+/// `init` checks).
+static SYSTEMS: &[&[&TraceEventFile]] = &tracer::for_each_event_system!(list FILES);
 
 /// Every event file (Linux: the `tr->events` list).
 pub fn trace_event_files() -> impl Iterator<Item = &'static TraceEventFile> {

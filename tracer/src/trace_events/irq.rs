@@ -5,7 +5,8 @@
 #[macro_export]
 macro_rules! irq_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: irq;
 
             /// An interrupt handler is about to run (`__handle_irq_event_percpu`).

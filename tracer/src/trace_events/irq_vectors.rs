@@ -9,11 +9,14 @@
 #[macro_export]
 macro_rules! irq_vectors_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: irq_vectors;
 
-            /// The local APIC timer interrupt starts (`sysvec_apic_timer_interrupt`).
-            event local_timer_entry, id 330,
+            // Every vector event records only the vector (Linux:
+            // `DECLARE_EVENT_CLASS(x86_irq_vector, ...)`, and
+            // `DEFINE_IRQ_VECTOR_EVENT` makes each `_entry`/`_exit` pair).
+            class x86_irq_vector,
             (vector: i32) {
                 struct {
                     vector: i32 = "int",
@@ -26,80 +29,24 @@ macro_rules! irq_vectors_events {
                     let _ = write!(out, "vector={}", e.vector);
                 }
             }
+            events {
+                /// The local APIC timer interrupt starts (`sysvec_apic_timer_interrupt`).
+                event local_timer_entry, id 330;
 
-            /// The local APIC timer interrupt ends.
-            event local_timer_exit, id 331,
-            (vector: i32) {
-                struct {
-                    vector: i32 = "int",
-                }
-                assign {
-                    vector: vector,
-                }
-                print_fmt: "\"vector=%d\", REC->vector";
-                print(e, out, syms) {
-                    let _ = write!(out, "vector={}", e.vector);
-                }
-            }
+                /// The local APIC timer interrupt ends.
+                event local_timer_exit, id 331;
 
-            /// A function-call IPI starts (`sysvec_call_function`).
-            event call_function_entry, id 332,
-            (vector: i32) {
-                struct {
-                    vector: i32 = "int",
-                }
-                assign {
-                    vector: vector,
-                }
-                print_fmt: "\"vector=%d\", REC->vector";
-                print(e, out, syms) {
-                    let _ = write!(out, "vector={}", e.vector);
-                }
-            }
+                /// A function-call IPI starts (`sysvec_call_function`).
+                event call_function_entry, id 332;
 
-            /// A function-call IPI ends.
-            event call_function_exit, id 333,
-            (vector: i32) {
-                struct {
-                    vector: i32 = "int",
-                }
-                assign {
-                    vector: vector,
-                }
-                print_fmt: "\"vector=%d\", REC->vector";
-                print(e, out, syms) {
-                    let _ = write!(out, "vector={}", e.vector);
-                }
-            }
+                /// A function-call IPI ends.
+                event call_function_exit, id 333;
 
-            /// A reschedule IPI starts (`sysvec_reschedule_ipi`).
-            event reschedule_entry, id 334,
-            (vector: i32) {
-                struct {
-                    vector: i32 = "int",
-                }
-                assign {
-                    vector: vector,
-                }
-                print_fmt: "\"vector=%d\", REC->vector";
-                print(e, out, syms) {
-                    let _ = write!(out, "vector={}", e.vector);
-                }
-            }
+                /// A reschedule IPI starts (`sysvec_reschedule_ipi`).
+                event reschedule_entry, id 334;
 
-            /// A reschedule IPI ends.
-            event reschedule_exit, id 335,
-            (vector: i32) {
-                struct {
-                    vector: i32 = "int",
-                }
-                assign {
-                    vector: vector,
-                }
-                print_fmt: "\"vector=%d\", REC->vector";
-                print(e, out, syms) {
-                    let _ = write!(out, "vector={}", e.vector);
-                }
+                /// A reschedule IPI ends.
+                event reschedule_exit, id 335;
             }
         }
     };

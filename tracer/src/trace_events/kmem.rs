@@ -122,7 +122,8 @@ pub fn write_call_site_ptr(
 #[macro_export]
 macro_rules! kmem_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: kmem;
 
             /// The heap handed out `bytes_alloc` bytes at `ptr` for a

@@ -21,6 +21,18 @@
 //!   (`kernel/src/events/`, `kernel/src/tracepoint.rs`) and the probe that
 //!   writes the record into the ring buffer (`kernel/src/trace/events.rs`).
 //!
+//! Events with the same arguments, record and text are declared once as a
+//! class, as Linux does with `DECLARE_EVENT_CLASS` and `DEFINE_EVENT`
+//! (`sched_wakeup_template` for the three wakeups, `x86_irq_vector` for
+//! the six vector events): the class gives the arguments, `struct`,
+//! `assign`, `print_fmt` and `print`, and each of its events only a name
+//! and an id. [`__event_classes!`](crate::__event_classes), which every
+//! system macro goes through, copies the class into a plain declaration
+//! per event before the stage sees them, so the stages know nothing of
+//! classes and each event still has its own record module, tracepoint and
+//! probe. [`for_each_event_system!`](crate::for_each_event_system) is the
+//! one list of systems the kernel's stages and [`systems()`] are built from.
+//!
 //! Since this crate cannot see the kernel's types, tracepoint arguments are
 //! plain values, `&str` for strings, or the small views defined here
 //! ([`TaskInfo`]).
@@ -312,6 +324,66 @@ pub struct EventSystem {
     pub events: &'static [&'static TraceEventCall],
 }
 
+/// Expands event classes into plain event declarations, then hands the
+/// system to `$stage` (Linux: `DECLARE_EVENT_CLASS` + `DEFINE_EVENT`).
+///
+/// Every system macro wraps its declarations in this macro. Besides plain
+/// `event NAME, id N, (ARGS) { BODY }` declarations it accepts a class:
+///
+/// ```text
+/// class CLASS, (ARGS) { BODY }          // DECLARE_EVENT_CLASS
+/// events {
+///     /// doc of the first event
+///     event NAME, id N;                 // DEFINE_EVENT(CLASS, NAME, ...)
+///     ...
+/// }
+/// ```
+///
+/// Each `event NAME, id N;` of the class becomes
+/// `event NAME, id N, (ARGS) { BODY }`, so the stages only ever see plain
+/// declarations and each event still gets its own record module,
+/// tracepoint and probe, with the class's layout and text. The class name
+/// appears nowhere else (as in Linux's `format` files).
+///
+/// The macro is a "tt-muncher": it takes one declaration at a time from
+/// the front of its input and appends its expansion to the accumulator in
+/// `[...]`; when the input is empty it calls the stage.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __event_classes {
+    // Entry: `__event_classes! { STAGE; system: NAME; DECLARATIONS }`.
+    ($stage:ident; system: $system:ident; $($decls:tt)*) => {
+        $crate::__event_classes! { @munch $stage, $system, [] $($decls)* }
+    };
+    // Done: every class is expanded.
+    (@munch $stage:ident, $system:ident, [$($out:tt)*]) => {
+        $stage! { system: $system; $($out)* }
+    };
+    // A plain event: passed on as it is.
+    (@munch $stage:ident, $system:ident, [$($out:tt)*]
+        $(#[$meta:meta])*
+        event $name:ident, id $id:literal, $args:tt $body:tt
+        $($rest:tt)*
+    ) => {
+        $crate::__event_classes! { @munch $stage, $system,
+            [$($out)* $(#[$meta])* event $name, id $id, $args $body]
+            $($rest)*
+        }
+    };
+    // A class and its events: one plain event per `event NAME, id N;`,
+    // each with the class's arguments and body.
+    (@munch $stage:ident, $system:ident, [$($out:tt)*]
+        class $class:ident, $args:tt $body:tt
+        events { $($(#[$meta:meta])* event $name:ident, id $id:literal;)* }
+        $($rest:tt)*
+    ) => {
+        $crate::__event_classes! { @munch $stage, $system,
+            [$($out)* $($(#[$meta])* event $name, id $id, $args $body)*]
+            $($rest)*
+        }
+    };
+}
+
 /// The stage that turns each declaration into a module with the record,
 /// `assign`, the field table, the `TraceEventCall` and the printer (Linux:
 /// the `TRACE_EVENT` definitions of include/trace/trace_events.h).
@@ -467,19 +539,63 @@ macro_rules! define_event_records {
     };
 }
 
+/// The one list of systems: for each, its module name and its
+/// declaration macro, in the order `available_events` lists them.
+///
+/// - `for_each_event_system!(STAGE)` makes `pub mod SYSTEM {
+///   tracer::SYSTEM_events!(STAGE); }` for every system (the kernel's
+///   tracepoints and probes);
+/// - `for_each_event_system!(list ITEM)` is the array `[SYSTEM::ITEM, ...]`
+///   and `for_each_event_system!(list &ITEM)` the array
+///   `[&SYSTEM::ITEM, ...]`, one element per system module.
+///
+/// Adding a system is a file here, its `pub mod` above and its line below.
+#[macro_export]
+macro_rules! for_each_event_system {
+    ($($how:tt)+) => {
+        $crate::__for_each_event_system! {
+            [$($how)+]
+            /// `sched:*`: switch, wakeups, fork, exit, migration.
+            sched: sched_events,
+            /// `irq:*`: device interrupt handlers.
+            irq: irq_events,
+            /// `irq_vectors:*`: the local timer and the IPIs.
+            irq_vectors: irq_vectors_events,
+            /// `kmem:*`: the heap.
+            kmem: kmem_events,
+            /// `vfs:*`: this kernel's VFS.
+            vfs: vfs_events,
+            /// `shell:*`: this kernel's shell.
+            shell: shell_events,
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __for_each_event_system {
+    ([list & $item:ident] $($(#[$doc:meta])* $sys:ident: $decl:ident,)*) => {
+        [$(&$sys::$item),*]
+    };
+    ([list $item:ident] $($(#[$doc:meta])* $sys:ident: $decl:ident,)*) => {
+        [$($sys::$item),*]
+    };
+    ([$stage:ident] $($(#[$doc:meta])* $sys:ident: $decl:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub mod $sys {
+                $crate::$decl!($stage);
+            }
+        )*
+    };
+}
+
 /// Every system, in the order `available_events` lists them.
-static SYSTEMS: [&EventSystem; 6] = [
-    &sched::SYSTEM,
-    &irq::SYSTEM,
-    &irq_vectors::SYSTEM,
-    &kmem::SYSTEM,
-    &vfs::SYSTEM,
-    &shell::SYSTEM,
-];
+static SYSTEMS: &[&EventSystem] = &crate::for_each_event_system!(list & SYSTEM);
 
 /// Every system with its events (the directories of `events/`).
 pub fn systems() -> &'static [&'static EventSystem] {
-    &SYSTEMS
+    SYSTEMS
 }
 
 /// Every declared event, system by system.

@@ -1,7 +1,5 @@
 //! The `sched` system (Linux: include/trace/events/sched.h).
 
-use core::fmt::Write;
-
 /// `TASK_REPORT_MAX`: the bit Linux sets in `prev_state` for a task that
 /// was preempted while runnable (printed as a `+`).
 pub const TASK_REPORT_MAX: i64 = 0x100;
@@ -42,30 +40,12 @@ const TASK_STATE_NAMES_U64: [(u64, &str); 8] = {
     t
 };
 
-/// `"comm=%s pid=%d prio=%d target_cpu=%03d"`: the text of the three
-/// wakeup events (Linux's `sched_wakeup_template`).
-pub fn write_wakeup(
-    out: &mut crate::output::seq::TraceSeq,
-    comm: &[u8],
-    pid: i32,
-    prio: i32,
-    target_cpu: i32,
-) {
-    let _ = write!(
-        out,
-        "comm={} pid={} prio={} target_cpu={:03}",
-        crate::trace_events::comm_str(comm),
-        pid,
-        prio,
-        target_cpu
-    );
-}
-
 /// The declarations of the `sched` system, handed to `$stage`.
 #[macro_export]
 macro_rules! sched_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: sched;
 
             /// A task is switched out and another in (`__schedule`).
@@ -113,8 +93,9 @@ macro_rules! sched_events {
                 }
             }
 
-            /// A task was woken (`ttwu_do_wakeup`).
-            event sched_wakeup, id 301,
+            // The three wakeups share one layout and text (Linux:
+            // `DECLARE_EVENT_CLASS(sched_wakeup_template, ...)`).
+            class sched_wakeup_template,
             (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
                 struct {
                     comm: [u8; 16] = "char",
@@ -130,50 +111,25 @@ macro_rules! sched_events {
                 }
                 print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
                 print(e, out, syms) {
-                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
+                    let _ = write!(
+                        out,
+                        "comm={} pid={} prio={} target_cpu={:03}",
+                        $crate::trace_events::comm_str(&e.comm),
+                        e.pid,
+                        e.prio,
+                        e.target_cpu
+                    );
                 }
             }
+            events {
+                /// A task was woken (`ttwu_do_wakeup`).
+                event sched_wakeup, id 301;
 
-            /// A newly created task is woken for the first time (`wake_up_new_task`).
-            event sched_wakeup_new, id 302,
-            (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
-                struct {
-                    comm: [u8; 16] = "char",
-                    pid: i32 = "pid_t",
-                    prio: i32 = "int",
-                    target_cpu: i32 = "int",
-                }
-                assign {
-                    comm: p.comm,
-                    pid: p.pid,
-                    prio: p.prio,
-                    target_cpu: target_cpu,
-                }
-                print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
-                print(e, out, syms) {
-                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
-                }
-            }
+                /// A newly created task is woken for the first time (`wake_up_new_task`).
+                event sched_wakeup_new, id 302;
 
-            /// A wakeup starts, on the waker's CPU (`try_to_wake_up`); `sched_wakeup` follows when the task is queued.
-            event sched_waking, id 303,
-            (p: &$crate::trace_events::TaskInfo, target_cpu: i32) {
-                struct {
-                    comm: [u8; 16] = "char",
-                    pid: i32 = "pid_t",
-                    prio: i32 = "int",
-                    target_cpu: i32 = "int",
-                }
-                assign {
-                    comm: p.comm,
-                    pid: p.pid,
-                    prio: p.prio,
-                    target_cpu: target_cpu,
-                }
-                print_fmt: "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
-                print(e, out, syms) {
-                    $crate::trace_events::sched::write_wakeup(out, &e.comm, e.pid, e.prio, e.target_cpu);
-                }
+                /// A wakeup starts, on the waker's CPU (`try_to_wake_up`); `sched_wakeup` follows when the task is queued.
+                event sched_waking, id 303;
             }
 
             /// A task created another (`kernel_clone`).
@@ -283,6 +239,31 @@ mod tests {
         write_prev_state(&mut s, 0x3);
         assert_eq!(s.as_str().unwrap(), "RSR+S|D");
         let _ = comm_str(&comm_bytes("sh"));
+    }
+
+    #[test]
+    fn the_wakeup_class_gives_each_event_its_layout() {
+        let names: alloc::vec::Vec<_> = [
+            &sched_wakeup::CALL,
+            &sched_wakeup_new::CALL,
+            &sched_waking::CALL,
+        ]
+        .iter()
+        .map(|c| (c.name, c.id))
+        .collect();
+        assert_eq!(
+            names,
+            [
+                ("sched_wakeup", 301),
+                ("sched_wakeup_new", 302),
+                ("sched_waking", 303)
+            ]
+        );
+        for call in [&sched_wakeup_new::CALL, &sched_waking::CALL] {
+            assert_eq!(call.fields, sched_wakeup::CALL.fields);
+            assert_eq!(call.size, sched_wakeup::CALL.size);
+            assert_eq!(call.print_fmt, sched_wakeup::CALL.print_fmt);
+        }
     }
 
     #[test]

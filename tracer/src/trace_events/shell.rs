@@ -35,7 +35,8 @@
 #[macro_export]
 macro_rules! shell_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: shell;
 
             /// The shell starts running a command line (as typed).

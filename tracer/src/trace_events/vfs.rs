@@ -36,7 +36,8 @@
 #[macro_export]
 macro_rules! vfs_events {
     ($stage:ident) => {
-        $stage! {
+        $crate::__event_classes! {
+            $stage;
             system: vfs;
 
             /// A path was opened (`vfs::open`): the path as given, the
