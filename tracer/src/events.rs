@@ -202,31 +202,53 @@ impl FtraceEvent {
 
     /// The `format` file text (`f_show()`).
     pub fn format_file(&self) -> String {
-        let mut s = String::new();
-        let _ = write!(s, "name: {}\nID: {}\nformat:\n", self.name, self.id);
-        for (ty, name, off, size, signed) in COMMON_FIELDS {
-            let _ = writeln!(
-                s,
-                "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
-                ty, name, off, size, signed as u8
-            );
-        }
-        s.push('\n');
-        for (f, off) in self.offsets() {
-            let name = match f.kind {
-                FieldKind::Scalar => String::from(f.name),
-                FieldKind::Array(n) => format!("{}[{}]", f.name, n),
-                FieldKind::Dynamic => format!("{}[]", f.name),
-            };
-            let _ = writeln!(
-                s,
-                "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
-                f.ty, name, off, f.size, f.signed as u8
-            );
-        }
-        let _ = write!(s, "\nprint fmt: {}\n", self.print_fmt);
-        s
+        format_file(
+            self.name,
+            self.id,
+            self.offsets().map(|(f, off)| {
+                let name = match f.kind {
+                    FieldKind::Scalar => String::from(f.name),
+                    FieldKind::Array(n) => format!("{}[{}]", f.name, n),
+                    FieldKind::Dynamic => format!("{}[]", f.name),
+                };
+                (f.ty, name, off, f.size, f.signed)
+            }),
+            self.print_fmt,
+        )
     }
+}
+
+/// An event's `format` file (Linux: `f_show()`): name, id, the common
+/// fields, a blank line, the event's fields as (C type, name with any
+/// `[N]`, offset, size, signed), a blank line, the `print fmt:` line.
+pub fn format_file(
+    name: &str,
+    id: u16,
+    fields: impl Iterator<Item = (&'static str, String, u32, u32, bool)>,
+    print_fmt: &str,
+) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "name: {}\nID: {}\nformat:\n", name, id);
+    let common = COMMON_FIELDS
+        .iter()
+        .map(|&(ty, name, off, size, signed)| (ty, String::from(name), off, size, signed));
+    for (ty, name, off, size, signed) in common {
+        let _ = writeln!(
+            s,
+            "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
+            ty, name, off, size, signed as u8
+        );
+    }
+    s.push('\n');
+    for (ty, name, off, size, signed) in fields {
+        let _ = writeln!(
+            s,
+            "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
+            ty, name, off, size, signed as u8
+        );
+    }
+    let _ = write!(s, "\nprint fmt: {}\n", print_fmt);
+    s
 }
 
 /// `events/header_page` for sub-buffers with `data_size` bytes of data

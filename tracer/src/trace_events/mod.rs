@@ -48,7 +48,6 @@ use alloc::format;
 use alloc::string::String;
 use core::fmt::Write;
 
-use crate::events::COMMON_FIELDS;
 use crate::output::config::SymbolResolver;
 use crate::output::seq::TraceSeq;
 
@@ -127,29 +126,18 @@ pub struct TraceEventCall {
 impl TraceEventCall {
     /// The `events/SYSTEM/NAME/format` file (Linux: `f_show()`).
     pub fn format_file(&self) -> String {
-        let mut s = String::new();
-        let _ = write!(s, "name: {}\nID: {}\nformat:\n", self.name, self.id);
-        for (ty, name, off, size, signed) in COMMON_FIELDS {
-            let _ = writeln!(
-                s,
-                "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
-                ty, name, off, size, signed as u8
-            );
-        }
-        s.push('\n');
-        for f in self.fields {
-            let name = match f.array {
-                Some(n) => format!("{}[{}]", f.name, n),
-                None => String::from(f.name),
-            };
-            let _ = writeln!(
-                s,
-                "\tfield:{} {};\toffset:{};\tsize:{};\tsigned:{};",
-                f.ty, name, f.offset, f.size, f.signed as u8
-            );
-        }
-        let _ = write!(s, "\nprint fmt: {}\n", self.print_fmt);
-        s
+        crate::events::format_file(
+            self.name,
+            self.id,
+            self.fields.iter().map(|f| {
+                let name = match f.array {
+                    Some(n) => format!("{}[{}]", f.name, n),
+                    None => String::from(f.name),
+                };
+                (f.ty, name, f.offset, f.size, f.signed)
+            }),
+            self.print_fmt,
+        )
     }
 }
 
