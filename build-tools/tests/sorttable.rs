@@ -278,10 +278,17 @@ fn bad_inputs_are_errors() {
 fn corrupted_bytes_never_panic() {
     let dir = test_dir("sorttable-corrupt");
     let good = std::fs::read(linked(&dir, "k", &[])).unwrap();
-    // Flip bytes all over the headers and tables (a simple LCG, fixed seed).
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    for _ in 0..3000 {
-        let mut d = good.clone();
+    for_corrupted_copies(&good, 0x2545_f491_4f6c_dd1d, 3000, |d| {
+        let _ = sort_mcount_loc(d);
+    });
+}
+
+/// Calls `f` on `n` copies of `good`, each with 4 bytes set to random values
+/// all over the headers and tables (a simple LCG from `seed`).
+fn for_corrupted_copies(good: &[u8], seed: u64, n: usize, mut f: impl FnMut(&mut Vec<u8>)) {
+    let mut x = seed;
+    for _ in 0..n {
+        let mut d = good.to_vec();
         for _ in 0..4 {
             x = x
                 .wrapping_mul(6364136223846793005)
@@ -289,7 +296,7 @@ fn corrupted_bytes_never_panic() {
             let pos = (x >> 33) as usize % d.len();
             d[pos] = (x >> 17) as u8;
         }
-        let _ = sort_mcount_loc(&mut d);
+        f(&mut d);
     }
 }
 
@@ -569,17 +576,8 @@ fn bad_jump_tables_are_errors_and_nothing_is_written() {
     let e = sort_jump_table(&mut d).unwrap_err().to_string();
     assert!(e.contains("no __stop___jump_table symbol"), "{e}");
     // Corrupted files never panic.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _ in 0..2000 {
-        let mut d = good.clone();
-        for _ in 0..4 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let pos = (x >> 33) as usize % d.len();
-            d[pos] = (x >> 17) as u8;
-        }
-        let _ = sort_jump_table(&mut d);
-        let _ = jump_table(&d);
-    }
+    for_corrupted_copies(&good, 0x9e37_79b9_7f4a_7c15, 2000, |d| {
+        let _ = sort_jump_table(d);
+        let _ = jump_table(d);
+    });
 }
