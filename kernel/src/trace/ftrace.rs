@@ -486,10 +486,12 @@ fn ftrace_modify_all_code(
 
     let mut sites = Vec::new();
     let mut new_flags = Vec::with_capacity(records().len());
+    // Each ops' set, looked up once (a set never made wants nothing).
+    let sets: Vec<&RecordSet> = after.iter().filter_map(|o| o.func_hash().get()).collect();
     for (i, rec) in records().iter().enumerate() {
         // Linux counts the ops per record as they come and go
         // (__ftrace_hash_rec_update); here the count is recomputed.
-        let refs = after.iter().filter(|o| o.wants(i)).count() as u32;
+        let refs = sets.iter().filter(|s| s.contains(i)).count() as u32;
         let flags = ftrace_rec_set_count(rec.flags.load(Ordering::Relaxed), refs);
         let (addr_curr, addr_new) = (ftrace_get_addr_curr(rec), ftrace_get_addr_new(rec));
         let update = ftrace_test_record(flags, addr_curr, addr_new);
