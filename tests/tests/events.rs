@@ -281,6 +281,10 @@ fn function_tracer_and_events() {
         ""
     );
     set(&mut k, "sched:sched_switch", true);
+    // Two sleeps: the first one's switches come before the second's call
+    // (whether the shell switched between other commands depends on when
+    // the console delivers the next line).
+    assert_eq!(run(&mut k, "sleep 0.1"), "");
     assert_eq!(run(&mut k, "sleep 0.1"), "");
     set(&mut k, "sched:sched_switch", false);
     // (Changing the tracer would clear the buffer.)
@@ -288,7 +292,7 @@ fn function_tracer_and_events() {
     assert_eq!(run(&mut k, &format!("echo nop > {T}/current_tracer")), "");
     let call = lines
         .iter()
-        .position(|l| l.contains(&format!(": {f} <-")))
+        .rposition(|l| l.contains(&format!(": {f} <-")))
         .unwrap_or_else(|| panic!("no call of {f}: {lines:?}"));
     assert!(
         lines[call].trim_start().starts_with("sh-1 "),
