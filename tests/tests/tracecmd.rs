@@ -894,6 +894,27 @@ fn plugin_text(event: &str, text: &str) -> String {
     }
 }
 
+/// `ktrace record ARGS -o DAT -- LINES...`, then tracing off and `cat
+/// /tracing/trace`; returns what ktrace printed (the shell lines' output,
+/// so the kernel's `trace` text), which must show no lost events.
+fn record_then_cat_trace(args: &[&str], dat: &Path, lines: &[&str]) -> String {
+    let r = Command::new(ktrace_bin())
+        .current_dir(root())
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(dat)
+        .arg("--")
+        .args(lines)
+        .args(["echo 0 > /tracing/tracing_on", "cat /tracing/trace"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
+    assert!(r.status.success(), "ktrace record: {stderr}");
+    assert!(!stderr.contains("LOST"), "the test expects no lost events");
+    stderr
+}
+
 /// `ktrace record -p function -e sched:sched_switch -e sched_wakeup`: the
 /// events `trace-cmd report` shows are the kernel's own, event for event
 /// per CPU: without plugins (`-N`, libtraceevent evaluates our `print fmt`)
@@ -903,23 +924,22 @@ fn plugin_text(event: &str, text: &str) -> String {
 #[test]
 fn ktrace_record_events_match_the_kernel_trace() {
     let dat = scratch("events.dat");
-    let r = Command::new(ktrace_bin())
-        .current_dir(root())
-        .args(["record", "--smp", "4", "-p", "function", "-l"])
-        .arg("kernel::shell::work::*")
-        .args(["-e", "sched:sched_switch", "-e", "sched_wakeup", "-o"])
-        .arg(&dat)
-        .args([
-            "--",
-            "work sleep 2",
-            "echo 0 > /tracing/tracing_on",
-            "cat /tracing/trace",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
-    assert!(r.status.success(), "ktrace record: {stderr}");
-    assert!(!stderr.contains("LOST"), "the test expects no lost events");
+    let stderr = record_then_cat_trace(
+        &[
+            "--smp",
+            "4",
+            "-p",
+            "function",
+            "-l",
+            "kernel::shell::work::*",
+            "-e",
+            "sched:sched_switch",
+            "-e",
+            "sched_wakeup",
+        ],
+        &dat,
+        &["work sleep 2"],
+    );
     let d = dat.to_str().unwrap();
     let sched = ["sched_switch", "sched_wakeup"];
     let kernel = events_per_cpu(&stderr, &sched);
@@ -1134,22 +1154,11 @@ fn kshark_check(dat: &Path) -> String {
 fn ktrace_record_all_events_read_in_trace_cmd() {
     use build_tools::tracedat::report::{no_symbol_sizes, plain_pointers};
     let dat = scratch("all-events.dat");
-    let r = Command::new(ktrace_bin())
-        .current_dir(root())
-        .args(["record", "--smp", "2", "-e", "all", "-o"])
-        .arg(&dat)
-        .args([
-            "--",
-            "work files 1",
-            "ls /",
-            "echo 0 > /tracing/tracing_on",
-            "cat /tracing/trace",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&r.stderr).into_owned();
-    assert!(r.status.success(), "ktrace record: {stderr}");
-    assert!(!stderr.contains("LOST"), "the test expects no lost events");
+    let stderr = record_then_cat_trace(
+        &["--smp", "2", "-e", "all"],
+        &dat,
+        &["work files 1", "ls /"],
+    );
     let d = dat.to_str().unwrap();
     let names: Vec<&str> = tracer::trace_events::all_events().map(|e| e.name).collect();
     let kernel: BTreeMap<usize, Vec<EvLine>> = events_per_cpu(&stderr, &names)
