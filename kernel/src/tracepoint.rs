@@ -43,10 +43,6 @@ static TRACEPOINTS_MUTEX: Mutex<()> = Mutex::new(());
 /// The CPUs that have answered "preempt count 0" in the current grace
 /// period (bit per CPU; see [`tracepoint_synchronize_unregister`]).
 static QUIESCENT: AtomicU64 = AtomicU64::new(0);
-/// One grace period at a time: a second one would reset [`QUIESCENT`]
-/// under the first, clearing the first writer's own bit, which no IPI ever
-/// sets again.
-static GRACE_PERIOD: Mutex<()> = Mutex::new(());
 
 /// The published probes of one tracepoint.
 struct Funcs<F> {
@@ -180,9 +176,6 @@ fn note_quiescent(_: usize) {
 /// probe runs with a list or data that was replaced before the call. The
 /// caller is not in a tracepoint call, so its own CPU counts as quiescent.
 pub fn tracepoint_synchronize_unregister() {
-    // Taken with preemption on, so a CPU waiting here still answers the
-    // holder's IPIs as quiescent.
-    let _gp = GRACE_PERIOD.lock();
     core::sync::atomic::fence(Ordering::SeqCst);
     percpu::this_cpu_preempt_inc();
     let all = (1u64 << percpu::nr_cpus()) - 1;
