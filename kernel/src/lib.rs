@@ -14,6 +14,7 @@ pub mod hook;
 pub mod jump_label;
 pub mod kallsyms;
 pub mod mm;
+pub mod rcu;
 pub mod sched;
 // The shell only calls safe interfaces.
 #[forbid(unsafe_code)]

@@ -16,33 +16,26 @@
 //! tracepoint call runs with preemption off, and costs nothing more than
 //! that (one `add` and one `sub` of this CPU's preempt count). A CPU seen
 //! with a preempt count of 0 is outside every tracepoint call, so it cannot
-//! hold a pointer it read before the new one was published. The writer
-//! ([`tracepoint_synchronize_unregister`]) asks every other CPU by an IPI to
-//! look at the count of the code it interrupted, and repeats until each has
-//! answered 0 once. The IPI also orders the reader's view: whatever a CPU
-//! does after taking it, it sees the new pointer. A CPU that fires a
-//! tracepoint with interrupts off takes the IPI only after that call.
+//! hold a pointer it read before the new one was published. The writer's
+//! wait ([`tracepoint_synchronize_unregister`]) is `crate::rcu`'s grace
+//! period.
 //! Probes run with preemption off and must not sleep; registering from a
 //! probe is not allowed (the writer would wait for itself).
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use spin::Mutex;
 pub use tracer::tracepoint::TracepointFunc;
 pub use tracer::tracepoint::TRACEPOINT_DEFAULT_PRIO;
 use tracer::tracepoint::{func_add, func_remove, key_change, KeyChange};
 
-use crate::arch::{self, percpu};
+use crate::arch::percpu;
 use crate::fs::Errno;
 use crate::jump_label::{static_key_disable, static_key_enable, StaticKey};
 
 /// Serializes every probe-list change (Linux: `tracepoints_mutex`).
 static TRACEPOINTS_MUTEX: Mutex<()> = Mutex::new(());
-
-/// The CPUs that have answered "preempt count 0" in the current grace
-/// period (bit per CPU; see [`tracepoint_synchronize_unregister`]).
-static QUIESCENT: AtomicU64 = AtomicU64::new(0);
 
 /// The published probes of one tracepoint.
 struct Funcs<F> {
@@ -165,30 +158,10 @@ fn free<F>(p: *mut Funcs<F>) {
 /// Run by the IPI on every other CPU: note this CPU as quiescent if the
 /// code the IPI interrupted had preemption on (so it was in no tracepoint
 /// call). Interrupt entry does not touch the preempt count.
-fn note_quiescent(_: usize) {
-    if percpu::this_cpu_preempt_count() == 0 {
-        QUIESCENT.fetch_or(1 << percpu::cpu_id(), Ordering::SeqCst);
-    }
-}
-
 /// Waits until every CPU has left the tracepoint calls it was in (Linux:
 /// `tracepoint_synchronize_unregister`, `synchronize_rcu`): after it, no
 /// probe runs with a list or data that was replaced before the call. The
 /// caller is not in a tracepoint call, so its own CPU counts as quiescent.
 pub fn tracepoint_synchronize_unregister() {
-    core::sync::atomic::fence(Ordering::SeqCst);
-    percpu::this_cpu_preempt_inc();
-    let all = (1u64 << percpu::nr_cpus()) - 1;
-    QUIESCENT.store(1 << percpu::cpu_id(), Ordering::SeqCst);
-    while QUIESCENT.load(Ordering::SeqCst) != all {
-        arch::smp_call_function(note_quiescent, 0);
-        if QUIESCENT.load(Ordering::SeqCst) != all {
-            // A CPU was in a preempt-off section: let it run a little
-            // before asking again.
-            for _ in 0..1000 {
-                core::hint::spin_loop();
-            }
-        }
-    }
-    percpu::this_cpu_preempt_dec();
+    crate::rcu::synchronize_sched();
 }
