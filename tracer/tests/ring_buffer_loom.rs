@@ -169,3 +169,40 @@ fn loom_resize_vs_writer() {
         assert_eq!(rb.nr_pages(0), 3);
     });
 }
+
+/// `swap_cpu` while a writer writes: the spare is read while the writer may
+/// still be in it, then after the writer is done (the grace period). Each
+/// event is in exactly one of the two buffers: the ones whose writer loaded
+/// the pointer before the swap in the spare, the later ones in the live
+/// buffer, so the spare holds a prefix and the live buffer the rest.
+#[test]
+fn loom_swap_cpu_vs_writer() {
+    model(|| {
+        let live = Arc::new(RingBuffer::new(1, 2 * 4080).unwrap());
+        let spare = Arc::new(RingBuffer::new(1, 2 * 4080).unwrap());
+        let w = {
+            let live = live.clone();
+            thread::spawn(move || {
+                for i in 0..3u8 {
+                    // SAFETY: the only writer of CPU 0.
+                    assert!(unsafe { live.write(0, 100 + i as u64, &ev(i)) });
+                }
+            })
+        };
+        // SAFETY: both buffers outlive the writer (joined below) and every
+        // reader; the spare is read to the end only after the join.
+        unsafe { live.swap_cpu(&spare, 0) }.unwrap();
+        let mut seen = Vec::new();
+        if let Some(i) = spare.consume_with(0, |_, d, _| check(d)) {
+            seen.push(i);
+        }
+        w.join().unwrap();
+        while let Some(i) = spare.consume_with(0, |_, d, _| check(d)) {
+            seen.push(i);
+        }
+        while let Some(i) = live.consume_with(0, |_, d, _| check(d)) {
+            seen.push(i);
+        }
+        assert_eq!(seen, vec![0, 1, 2]);
+    });
+}

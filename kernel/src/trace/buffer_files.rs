@@ -87,7 +87,7 @@ pub fn tracing_resize_ring_buffer(tr: &TraceArray, size: usize, cpus: Cpus) -> R
             return Err(match e {
                 RingBufferError::Alloc => Errno::ENOMEM,
                 RingBufferError::Busy => Errno::EBUSY,
-                RingBufferError::InvalidCpu => Errno::EINVAL,
+                RingBufferError::InvalidCpu | RingBufferError::SizeMismatch => Errno::EINVAL,
             });
         }
     }

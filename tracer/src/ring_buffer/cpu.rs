@@ -59,10 +59,10 @@ pub(crate) struct Found {
 }
 
 /// Cache-line aligned, as Linux allocates it (`kzalloc_node(ALIGN(sizeof,
-/// cache_line_size()))`): the per-CPU structures sit side by side in one
-/// `Vec`, and each CPU's writer updates its own `state`, `committing`,
-/// `commits` and stamps on every event, which must not share a line with
-/// the next CPU's (`bench allcpu` measures it).
+/// cache_line_size()))`): each CPU's writer updates its own `state`,
+/// `committing`, `commits` and stamps on every event, which must not share a
+/// line with another CPU's or anything else (`bench allcpu` measures it);
+/// each one is a separate allocation of this aligned type.
 #[repr(align(64))]
 pub(crate) struct RingBufferPerCpu {
     /// Page table: index 0 at creation is the reader page, the others form

@@ -66,6 +66,16 @@
 //! (Linux's `synchronize_rcu`); writers that arrive meanwhile fail without
 //! being counted, like Linux's.
 //!
+//! # Swapping a CPU's buffer (the snapshot)
+//! A `RingBuffer` holds each CPU's `RingBufferPerCpu` by pointer (Linux's
+//! `buffers[cpu]`), so [`RingBuffer::swap_cpu`] (`ring_buffer_swap_cpu`)
+//! exchanges one CPU's pages, data and counters with another buffer's by
+//! swapping two pointers. A writer that loaded the old pointer just before
+//! finishes its event in the swapped-out buffer; after a grace period (every
+//! such writer done) that buffer holds exactly the events written before
+//! the swap, and can be read, reset or resized. Writers pay one load (the
+//! pointer) for this.
+//!
 //! # Use
 //! ```
 //! use tracer::ring_buffer::RingBuffer;
@@ -89,6 +99,7 @@ mod cpu;
 pub mod event;
 mod page;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
@@ -98,7 +109,7 @@ pub use event::{
     decode_page, decode_page_header, DecodeError, EventKind, PageEvent, PageHeader, PageIter,
     BUF_MAX_DATA_SIZE, BUF_PAGE_HDR_SIZE, BUF_PAGE_SIZE, PAGE_SIZE,
 };
-use sync::{AtomicBool, AtomicUsize, Ordering};
+use sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// Memory could not be allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +130,8 @@ pub enum RingBufferError {
     InvalidCpu,
     /// A non-consuming iterator is open on the CPU (Linux: -EBUSY).
     Busy,
+    /// The two buffers of a swap differ in size on that CPU (Linux: -EINVAL).
+    SizeMismatch,
 }
 
 impl From<AllocError> for RingBufferError {
@@ -198,8 +211,14 @@ impl CpuStats {
 
 /// The whole buffer: one `RingBufferPerCpu` per CPU
 /// (Linux's `struct trace_buffer` / `struct ring_buffer`).
+///
+/// The per-CPU buffers are held by pointer, as Linux's `buffers[cpu]`, so
+/// that [`swap_cpu`](RingBuffer::swap_cpu) can exchange one CPU's buffer
+/// between two `RingBuffer`s (the snapshot). Each pointer owns a
+/// heap-allocated `RingBufferPerCpu`, freed when the `RingBuffer` that holds
+/// it at that time is dropped.
 pub struct RingBuffer {
-    cpus: Vec<RingBufferPerCpu>,
+    cpus: Box<[AtomicPtr<RingBufferPerCpu>]>,
     overwrite: AtomicBool,
     /// Buffer-wide `record_disabled` (counter, plus `RB_BUFFER_OFF` for tracing_on).
     record_disabled: AtomicUsize,
@@ -251,6 +270,24 @@ pub fn nr_pages_for(size_bytes: usize) -> usize {
     size_bytes.div_ceil(BUF_PAGE_SIZE).max(2)
 }
 
+/// `Box::new` that reports a failed allocation instead of aborting.
+fn try_box<T>(v: T) -> Result<Box<T>, AllocError> {
+    let layout = core::alloc::Layout::new::<T>();
+    assert!(layout.size() != 0, "try_box of a zero-sized type");
+    // SAFETY: the layout is not zero-sized (checked above).
+    let p = unsafe { alloc::alloc::alloc(layout) }.cast::<T>();
+    if p.is_null() {
+        return Err(AllocError);
+    }
+    // SAFETY: `p` is a fresh allocation of `T`'s layout from the global
+    // allocator, which is what `Box::from_raw` requires; `write` fills it
+    // without reading the uninitialised bytes.
+    unsafe {
+        p.write(v);
+        Ok(Box::from_raw(p))
+    }
+}
+
 impl RingBuffer {
     /// `ring_buffer_alloc`: `nr_cpus` buffers of `size_per_cpu_bytes` each
     /// (rounded up to whole pages of 4080 data bytes, at least 2 pages).
@@ -259,10 +296,21 @@ impl RingBuffer {
         let mut cpus = Vec::new();
         cpus.try_reserve_exact(nr_cpus).map_err(|_| AllocError)?;
         for _ in 0..nr_cpus {
-            cpus.push(RingBufferPerCpu::new(nr)?);
+            match RingBufferPerCpu::new(nr).and_then(try_box) {
+                Ok(c) => cpus.push(AtomicPtr::new(Box::into_raw(c))),
+                Err(e) => {
+                    for p in cpus {
+                        // SAFETY: made by `Box::into_raw` just above, not
+                        // shared yet.
+                        drop(unsafe { Box::from_raw(p.load(Ordering::Relaxed)) });
+                    }
+                    return Err(e);
+                }
+            }
         }
         Ok(RingBuffer {
-            cpus,
+            // No reallocation: the length is the capacity reserved above.
+            cpus: cpus.into_boxed_slice(),
             overwrite: AtomicBool::new(true),
             record_disabled: AtomicUsize::new(0),
             resize_lock: AtomicBool::new(false),
@@ -274,17 +322,106 @@ impl RingBuffer {
         self.cpus.len()
     }
 
+    /// The per-CPU buffer of `cpu`: one more load than an array of
+    /// buffers (the pointer), the price of [`swap_cpu`](Self::swap_cpu).
     #[inline(always)]
     fn cpu(&self, cpu: usize) -> Option<&RingBufferPerCpu> {
-        self.cpus.get(cpu)
+        let p = self.cpus.get(cpu)?.load(Ordering::Acquire);
+        // SAFETY: every pointer in `cpus` comes from `Box::into_raw` and is
+        // freed only by `Drop` of the `RingBuffer` holding it then; a
+        // pointer that `swap_cpu` moved to the other buffer stays valid as
+        // long as both buffers live, which `swap_cpu`'s caller guarantees
+        // for every reference obtained before the swap.
+        Some(unsafe { &*p })
     }
 
-    fn select(&self, cpus: Cpus) -> Result<&[RingBufferPerCpu], RingBufferError> {
+    /// Every CPU's buffer, in CPU order.
+    fn each_cpu(&self) -> impl Iterator<Item = &RingBufferPerCpu> {
+        (0..self.cpus.len()).filter_map(|c| self.cpu(c))
+    }
+
+    fn select(&self, cpus: Cpus) -> Result<core::ops::Range<usize>, RingBufferError> {
         match cpus {
-            Cpus::All => Ok(&self.cpus),
-            Cpus::One(c) if c < self.cpus.len() => Ok(&self.cpus[c..=c]),
+            Cpus::All => Ok(0..self.cpus.len()),
+            Cpus::One(c) if c < self.cpus.len() => Ok(c..c + 1),
             Cpus::One(_) => Err(RingBufferError::InvalidCpu),
         }
+    }
+
+    /// Take `resize_lock` (Linux's `buffer->mutex`).
+    fn lock_resize(&self) {
+        while self
+            .resize_lock
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            sync::spin_loop();
+        }
+    }
+
+    fn unlock_resize(&self) {
+        self.resize_lock.store(false, Ordering::Release);
+    }
+
+    /// `ring_buffer_swap_cpu`: exchange `cpu`'s per-CPU buffer (its pages,
+    /// its data, its counters) between `self` and `other`, which must have
+    /// the same number of pages on `cpu` (else `SizeMismatch`, Linux's
+    /// -EINVAL). This is how a snapshot is taken: the live buffer's pages go
+    /// to the spare and the spare's (empty) pages become live, without
+    /// copying. Each buffer keeps its own mode and `record_off` state
+    /// (`tracing_on`), which are not per-CPU. The swap itself is two pointer
+    /// stores: writers and readers never wait for it.
+    ///
+    /// A writer that loaded `cpu`'s pointer just before the swap still
+    /// finishes its event in the per-CPU buffer it started in, now `other`'s;
+    /// so does a reader or a [`RingBufferIter`] already open on `cpu`.
+    ///
+    /// # Safety
+    /// - Neither buffer is dropped while a reference obtained from either
+    ///   before the swap may still be used: a reservation in flight, a
+    ///   running reader, an iterator (they now point into the other buffer).
+    ///   In the kernel: both live in the same trace array and are freed
+    ///   together after a grace period.
+    /// - Before the swapped-out side (now in `other`) is read to completion,
+    ///   reset or resized, the caller waits until every writer that may have
+    ///   loaded the old pointer has finished (a grace period:
+    ///   `synchronize_sched`, since writers run with preemption off). Reading
+    ///   earlier is memory-safe, but may miss events still being committed
+    ///   there; a reset or shrink would then discard them.
+    pub unsafe fn swap_cpu(&self, other: &RingBuffer, cpu: usize) -> Result<(), RingBufferError> {
+        if cpu >= self.cpus.len() || cpu >= other.cpus.len() {
+            return Err(RingBufferError::InvalidCpu);
+        }
+        if core::ptr::eq(self, other) {
+            return Ok(());
+        }
+        // Both resize locks, in address order (no deadlock with a swap the
+        // other way round): the sizes cannot change between the check and
+        // the swap.
+        let (first, second) = if (self as *const Self) < (other as *const Self) {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        first.lock_resize();
+        second.lock_resize();
+        let (a, b) = (&self.cpus[cpu], &other.cpus[cpu]);
+        let (pa, pb) = (a.load(Ordering::Acquire), b.load(Ordering::Acquire));
+        // SAFETY: valid pointers (see `cpu`).
+        let (na, nb) = unsafe { (&*pa, &*pb) };
+        let r = if na.nr_pages.load(Ordering::Relaxed) != nb.nr_pages.load(Ordering::Relaxed) {
+            Err(RingBufferError::SizeMismatch)
+        } else {
+            // SeqCst: a grace-period scheme that orders itself with SeqCst
+            // operations sees the new pointers published before it looks at
+            // the writers.
+            a.store(pb, Ordering::SeqCst);
+            b.store(pa, Ordering::SeqCst);
+            Ok(())
+        };
+        second.unlock_resize();
+        first.unlock_resize();
+        r
     }
 
     /// `ring_buffer_size`: data bytes per CPU (pages × 4080), 0 for a bad CPU.
@@ -307,21 +444,17 @@ impl RingBuffer {
     pub fn resize(&self, cpus: Cpus, size_bytes: usize) -> Result<(), RingBufferError> {
         let nr = nr_pages_for(size_bytes);
         let sel = self.select(cpus)?;
-        while self
-            .resize_lock
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            sync::spin_loop();
-        }
-        let r = sel.iter().try_for_each(|c| c.resize(nr));
-        self.resize_lock.store(false, Ordering::Release);
+        self.lock_resize();
+        let r = sel
+            .filter_map(|c| self.cpu(c))
+            .try_for_each(|c| c.resize(nr));
+        self.unlock_resize();
         r
     }
 
     /// `ring_buffer_reset`: empty every CPU and clear its counters.
     pub fn reset(&self) {
-        for c in &self.cpus {
+        for c in self.each_cpu() {
             c.reset();
         }
     }
@@ -493,7 +626,7 @@ impl RingBuffer {
 
     /// `ring_buffer_empty`.
     pub fn is_empty(&self) -> bool {
-        self.cpus.iter().all(|c| c.is_empty())
+        self.each_cpu().all(|c| c.is_empty())
     }
 
     /// The `per_cpu/cpuN/stats` numbers (`None` for a bad CPU).
@@ -523,13 +656,12 @@ impl RingBuffer {
     /// `ring_buffer_entries`: events in the buffer, all CPUs (the A of the
     /// trace header's `entries-in-buffer/entries-written: A/B`).
     pub fn entries(&self) -> u64 {
-        self.cpus.iter().map(|c| c.entries_cpu() as u64).sum()
+        self.each_cpu().map(|c| c.entries_cpu() as u64).sum()
     }
 
     /// The B of `entries-in-buffer/entries-written`: entries + overrun (dropped events excluded, as Linux).
     pub fn entries_written(&self) -> u64 {
-        self.cpus
-            .iter()
+        self.each_cpu()
             .map(|c| (c.entries_cpu() + c.overrun()) as u64)
             .sum()
     }
@@ -559,6 +691,17 @@ impl RingBuffer {
             it.reset();
         }
         Some(it)
+    }
+}
+
+impl Drop for RingBuffer {
+    fn drop(&mut self) {
+        for p in self.cpus.iter() {
+            // SAFETY: the pointer came from `Box::into_raw` and this buffer
+            // holds it now, so no other `RingBuffer` frees it; `&mut self`
+            // and `swap_cpu`'s contract say no reference into it is left.
+            drop(unsafe { Box::from_raw(p.load(Ordering::Acquire)) });
+        }
     }
 }
 
@@ -778,6 +921,84 @@ mod tests {
             6 | 5 << 5
         );
         assert_eq!(&d[32..56], &[8; 24]);
+    }
+
+    /// The payloads' first bytes on `cpu`, consumed.
+    fn drain(rb: &RingBuffer, cpu: usize) -> Vec<u8> {
+        core::iter::from_fn(|| rb.consume_with(cpu, |_, d, _| d[0])).collect()
+    }
+
+    #[test]
+    fn swap_cpu_moves_one_cpu_and_keeps_each_buffers_state() {
+        let a = RingBuffer::new(2, 3 * 4080).unwrap();
+        let b = RingBuffer::new(2, 3 * 4080).unwrap();
+        b.record_off();
+        // SAFETY (all writes and swaps): one thread; both buffers live to
+        // the end; no writer is in flight at a swap.
+        unsafe {
+            assert!(a.write(0, 10, &[1; 8]));
+            assert!(a.write(1, 11, &[2; 8]));
+            a.swap_cpu(&b, 0).unwrap();
+        }
+        // CPU 0's data moved to `b`; CPU 1's stayed.
+        assert!(a.empty_cpu(0));
+        assert_eq!(b.entries_cpu(0), 1);
+        assert_eq!(a.entries(), 1);
+        // Recording on/off is the buffer's, not the per-CPU buffer's: `a`
+        // still records on CPU 0 (into `b`'s old pages), `b` still does not.
+        assert!(a.record_is_on() && !b.record_is_on());
+        unsafe {
+            assert!(a.write(0, 20, &[3; 8]));
+            assert!(!b.write(0, 21, &[4; 8]));
+        }
+        assert_eq!(drain(&b, 0), [1]);
+        assert_eq!(drain(&a, 0), [3]);
+        assert_eq!(drain(&a, 1), [2]);
+        // Swapping back, with itself, and a bad CPU.
+        unsafe {
+            assert!(a.write(0, 30, &[5; 8]));
+            a.swap_cpu(&b, 0).unwrap();
+            b.swap_cpu(&a, 0).unwrap();
+            a.swap_cpu(&a, 0).unwrap();
+            assert_eq!(a.swap_cpu(&b, 2), Err(RingBufferError::InvalidCpu));
+        }
+        assert_eq!(drain(&a, 0), [5]);
+    }
+
+    #[test]
+    fn swap_cpu_needs_the_same_size() {
+        let a = RingBuffer::new(2, 3 * 4080).unwrap();
+        let b = RingBuffer::new(2, 3 * 4080).unwrap();
+        b.resize(Cpus::One(1), 5 * 4080).unwrap();
+        // SAFETY: one thread, no writer.
+        unsafe {
+            assert!(a.write(1, 10, &[1; 8]));
+            assert_eq!(a.swap_cpu(&b, 1), Err(RingBufferError::SizeMismatch));
+            a.swap_cpu(&b, 0).unwrap();
+        }
+        // Nothing moved on CPU 1; sizes follow the per-CPU buffers.
+        assert_eq!((a.entries_cpu(1), a.nr_pages(1), b.nr_pages(1)), (1, 3, 5));
+        a.resize(Cpus::One(1), 5 * 4080).unwrap();
+        unsafe { a.swap_cpu(&b, 1).unwrap() };
+        assert_eq!((a.entries_cpu(1), b.entries_cpu(1)), (0, 1));
+    }
+
+    #[test]
+    fn swapped_buffers_free_their_current_per_cpu_buffers() {
+        // Each per-CPU buffer is freed once, by the buffer holding it when
+        // it is dropped (Miri or a sanitizer would flag a double free; here
+        // the data written through one buffer is read through the other
+        // after the first is gone).
+        let a = RingBuffer::new(1, 2 * 4080).unwrap();
+        let b = RingBuffer::new(1, 2 * 4080).unwrap();
+        // SAFETY: one thread; `a` is dropped after its last use and no
+        // reference from before the swap is used after that.
+        unsafe {
+            assert!(a.write(0, 1, &[9; 8]));
+            a.swap_cpu(&b, 0).unwrap();
+        }
+        drop(a);
+        assert_eq!(drain(&b, 0), [9]);
     }
 
     #[test]
