@@ -18,8 +18,12 @@
 //! exactly as Linux hands the user buffer to `->write`; a handler that fails
 //! must leave everything unchanged. `O_TRUNC`/`O_APPEND` reach `open`.
 //! Files cannot be created by users (EACCES, as Linux when a directory has no
-//! `->create`), nor directories (EPERM: Linux accepts `mkdir` only in
-//! `instances/`, which this kernel does not have yet).
+//! `->create`), nor directories (EPERM), except in a directory made with
+//! [`create_instance_dir`] (Linux: `instances/`), whose `mkdir` and `rmdir`
+//! call the tracing code that builds and removes an instance. Every file
+//! below such an instance's directory counts its opens in the instance's
+//! counter ([`new_instance_dir`]), so that `rmdir` can refuse while one is
+//! open (Linux: `tr->ref`).
 //! The same tracefs is mounted at `/sys/kernel/tracing` and `/tracing`.
 
 use alloc::boxed::Box;
@@ -27,6 +31,8 @@ use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
 
@@ -61,13 +67,29 @@ where
 pub struct TracefsNode {
     mode: u16,
     kind: Kind,
+    /// The open-file counter of the instance this node belongs to (None
+    /// outside instances); inherited from the parent at creation.
+    opens: Option<Arc<AtomicUsize>>,
 }
 
 enum Kind {
     Dir {
         children: Mutex<BTreeMap<String, Dentry>>,
+        /// What `mkdir`/`rmdir` in this directory do (instances/ only).
+        instances: Option<Arc<dyn InstanceOps>>,
     },
     File(Arc<dyn FileOperations>),
+}
+
+/// The `mkdir` and `rmdir` of an instances directory (Linux: the
+/// `tracefs_dir_ops` that `tracefs_create_instance_dir` installs).
+pub trait InstanceOps: Send + Sync {
+    /// Makes the instance `name`: returns its directory, filled, made with
+    /// [`new_instance_dir`]. tracefs links it in afterwards.
+    fn mkdir(&self, name: &str) -> Result<Dentry, Errno>;
+    /// Removes the instance `name` (EBUSY while it is in use); on success
+    /// tracefs unlinks its directory afterwards.
+    fn rmdir(&self, name: &str) -> Result<(), Errno>;
 }
 
 static ROOT: Once<Dentry> = Once::new();
@@ -82,14 +104,45 @@ pub fn root_inode() -> NodeRef {
     root()
 }
 
-fn new_dir() -> Dentry {
+fn new_dir_in(opens: Option<Arc<AtomicUsize>>) -> Dentry {
     Arc::new(TracefsNode {
         mode: TRACE_MODE_DIR,
         kind: Kind::Dir {
             children: Mutex::new(BTreeMap::new()),
+            instances: None,
         },
+        opens,
     })
 }
+
+fn new_dir() -> Dentry {
+    new_dir_in(None)
+}
+
+/// A directory for an instance, not linked anywhere yet: every file
+/// created below it counts its opens in `opens`.
+pub fn new_instance_dir(opens: Arc<AtomicUsize>) -> Dentry {
+    new_dir_in(Some(opens))
+}
+
+/// Creates a directory whose `mkdir` and `rmdir` are `ops`'s (Linux:
+/// `tracefs_create_instance_dir`).
+pub fn create_instance_dir(
+    parent: &Dentry,
+    name: &str,
+    ops: Arc<dyn InstanceOps>,
+) -> Result<Dentry, Errno> {
+    let node = Arc::new(TracefsNode {
+        mode: TRACE_MODE_DIR,
+        kind: Kind::Dir {
+            children: Mutex::new(BTreeMap::new()),
+            instances: Some(ops),
+        },
+        opens: None,
+    });
+    add_child(parent, name, node)
+}
+
 
 fn add_child(parent: &Dentry, name: &str, node: Dentry) -> Result<Dentry, Errno> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
@@ -111,7 +164,7 @@ fn add_child(parent: &Dentry, name: &str, node: Dentry) -> Result<Dentry, Errno>
 
 /// Creates a directory (Linux: `tracefs_create_dir`). EEXIST if taken.
 pub fn create_dir(parent: &Dentry, name: &str) -> Result<Dentry, Errno> {
-    add_child(parent, name, new_dir())
+    add_child(parent, name, new_dir_in(parent.opens.clone()))
 }
 
 /// The directory `name` of `parent`: the one another part of the kernel
@@ -136,6 +189,7 @@ pub fn create_file(
     let node = Arc::new(TracefsNode {
         mode,
         kind: Kind::File(Arc::new(ops)),
+        opens: parent.opens.clone(),
     });
     add_child(parent, name, node)
 }
@@ -175,7 +229,16 @@ impl Inode for TracefsNode {
 
     fn open(&self, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
         match &self.kind {
-            Kind::File(ops) => ops.open(flags),
+            Kind::File(ops) => match &self.opens {
+                None => ops.open(flags),
+                Some(opens) => {
+                    // Counted from before the open, so that an rmdir that
+                    // saw no open file cannot race with one being opened.
+                    let counted = Counted::new(opens.clone());
+                    let inner = ops.open(flags)?;
+                    Ok(Box::new(counted.holding(inner)))
+                }
+            },
             Kind::Dir { .. } => Err(Errno::EISDIR),
         }
     }
@@ -215,17 +278,48 @@ impl Inode for TracefsNode {
         }
     }
 
-    // Only instances/ accepts mkdir and rmdir on Linux; there are no
-    // instances yet, so every directory refuses them as Linux's others do.
-    fn mkdir(&self, _name: &str, _mode: u16) -> Result<NodeRef, Errno> {
+    // Only instances/ accepts mkdir and rmdir, as on Linux.
+    fn mkdir(&self, name: &str, _mode: u16) -> Result<NodeRef, Errno> {
         match &self.kind {
+            Kind::Dir {
+                instances: Some(ops),
+                children,
+            } => {
+                if name.contains('/') || name == "." || name == ".." {
+                    return Err(Errno::EINVAL);
+                }
+                if name.len() > super::path::NAME_MAX {
+                    return Err(Errno::ENAMETOOLONG);
+                }
+                if children.lock().contains_key(name) {
+                    return Err(Errno::EEXIST);
+                }
+                let dir = ops.mkdir(name)?;
+                let mut children = children.lock();
+                if children.contains_key(name) {
+                    // The instance code serialises mkdirs of one name,
+                    // so this is not reached; refuse rather than replace.
+                    return Err(Errno::EEXIST);
+                }
+                children.insert(name.to_string(), dir.clone());
+                Ok(dir)
+            }
             Kind::Dir { .. } => Err(Errno::EPERM),
             Kind::File(_) => Err(Errno::ENOTDIR),
         }
     }
 
-    fn rmdir(&self, _name: &str) -> Result<(), Errno> {
+    fn rmdir(&self, name: &str) -> Result<(), Errno> {
         match &self.kind {
+            Kind::Dir {
+                instances: Some(ops),
+                children,
+            } => {
+                if !children.lock().contains_key(name) {
+                    return Err(Errno::ENOENT);
+                }
+                ops.rmdir(name)
+            }
             Kind::Dir { .. } => Err(Errno::EPERM),
             Kind::File(_) => Err(Errno::ENOTDIR),
         }
@@ -236,6 +330,63 @@ impl Inode for TracefsNode {
             Kind::Dir { .. } => Err(Errno::EPERM),
             Kind::File(_) => Err(Errno::ENOTDIR),
         }
+    }
+}
+
+/// An open file of an instance: holds one count of the instance's open
+/// files from open to close.
+struct Counted {
+    opens: Arc<AtomicUsize>,
+    inner: Option<Box<dyn OpenFile>>,
+}
+
+impl Counted {
+    fn new(opens: Arc<AtomicUsize>) -> Counted {
+        opens.fetch_add(1, Ordering::SeqCst);
+        Counted { opens, inner: None }
+    }
+
+    fn holding(mut self, inner: Box<dyn OpenFile>) -> Counted {
+        self.inner = Some(inner);
+        self
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        // The inner file goes first: its own release may use the instance.
+        drop(self.inner.take());
+        self.opens.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl OpenFile for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Errno> {
+        match &mut self.inner {
+            Some(f) => f.read(buf),
+            None => Err(Errno::EBADF),
+        }
+    }
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
+        match &mut self.inner {
+            Some(f) => f.write(buf),
+            None => Err(Errno::EBADF),
+        }
+    }
+    fn release(&mut self) -> Result<(), Errno> {
+        match &mut self.inner {
+            Some(f) => f.release(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Unlinks an instance's directory from `instances/` once the instance is
+/// gone (called by the instance code from its `rmdir`).
+pub fn unlink_instance_dir(parent: &Dentry, name: &str) -> Option<Dentry> {
+    match &parent.kind {
+        Kind::Dir { children, .. } => children.lock().remove(name),
+        Kind::File(_) => None,
     }
 }
 

@@ -30,6 +30,7 @@ Commands:
   wc [-l] [-w] [-c] [FILE] count lines, words, bytes
   ps                       list tasks
   cpus                     list CPUs
+  meminfo                  heap use (total, used, free)
   sleep SECONDS            sleep (fractions allowed)
   work files|sleep|compute N, work all SECONDS   workloads on every CPU
   poweroff                 stop the machine
@@ -75,6 +76,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "touch" => touch(args),
         "ps" => ps(out),
         "cpus" => cpus(out),
+        "meminfo" => meminfo(out),
         "sleep" => sleep(args),
         "poweroff" => crate::arch::exit_qemu(0),
         "exit" => exit(args),
@@ -513,6 +515,21 @@ fn ps(out: &mut Output) {
         ));
     }
     out.emit_str("ps", &text);
+}
+
+/// Heap use, in /proc/meminfo's layout (this kernel's memory is its heap:
+/// ring buffers, instances, tasks): total, used and free in kB, and the
+/// exact bytes in use, which the instance tests compare before and after.
+fn meminfo(out: &mut Output) {
+    let (used, free) = crate::mm::heap::usage();
+    let text = format!(
+        "HeapTotal:      {:8} kB\nHeapUsed:       {:8} kB\nHeapFree:       {:8} kB\nHeapUsedBytes:  {:8}\n",
+        (used + free) >> 10,
+        used >> 10,
+        free >> 10,
+        used
+    );
+    out.emit_str("meminfo", &text);
 }
 
 fn cpus(out: &mut Output) {

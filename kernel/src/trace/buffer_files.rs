@@ -27,6 +27,7 @@
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
@@ -36,22 +37,18 @@ use tracer::options::TraceOption;
 use tracer::ring_buffer::{nr_pages_for, Cpus, RingBufferError, BUF_MAX_DATA_SIZE, PAGE_SIZE};
 
 use super::control;
-use super::trace::{self, global_trace, TraceArray};
+use super::trace::{self, TraceArray};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// Heap kept free by a resize, so the rest of the kernel can still allocate.
-const RESIZE_HEAP_RESERVE: usize = 4 << 20;
+pub(crate) const RESIZE_HEAP_RESERVE: usize = 4 << 20;
 /// Linux's `trace_clock` write buffer (`char buf[64]`).
 const CLOCK_NAME_MAX: usize = 64;
 
 /// Serialises resizes, so that a failed one can put back the sizes it saw
 /// (Linux's `trace_types_lock` around `tracing_resize_ring_buffer`).
 static RESIZE_LOCK: Mutex<()> = Mutex::new(());
-
-fn tr() -> Result<&'static TraceArray, Errno> {
-    global_trace().ok_or(Errno::ENODEV)
-}
 
 /// Resizes the buffer of `cpus` to `size` bytes per CPU (Linux:
 /// `tracing_resize_ring_buffer` -> `ring_buffer_resize`). As Linux checks
@@ -95,10 +92,7 @@ pub fn tracing_resize_ring_buffer(tr: &TraceArray, size: usize, cpus: Cpus) -> R
 }
 
 /// `buffer_size_kb` (Linux: `tracing_entries_read`).
-fn buffer_size_show(cpu: Option<usize>) -> String {
-    let Some(tr) = global_trace() else {
-        return String::from("0\n");
-    };
+fn buffer_size_show(tr: &TraceArray, cpu: Option<usize>) -> String {
     match cpu {
         Some(c) => format!("{}\n", tr.buffer.size_per_cpu(c) >> 10),
         None => {
@@ -113,7 +107,7 @@ fn buffer_size_show(cpu: Option<usize>) -> String {
 }
 
 /// A write to `buffer_size_kb` (Linux: `tracing_entries_write`).
-fn buffer_size_store(cpu: Option<usize>, text: &str) -> Result<(), Errno> {
+fn buffer_size_store(tr: &TraceArray, cpu: Option<usize>, text: &str) -> Result<(), Errno> {
     let kb = tracefs::parse_ulong(text)?;
     // Linux: "must have at least 1 entry".
     if kb == 0 {
@@ -124,24 +118,20 @@ fn buffer_size_store(cpu: Option<usize>, text: &str) -> Result<(), Errno> {
         .and_then(|k| k.checked_mul(1024))
         .ok_or(Errno::ENOMEM)?;
     let cpus = cpu.map_or(Cpus::All, Cpus::One);
-    tracing_resize_ring_buffer(tr()?, size, cpus)
+    tracing_resize_ring_buffer(tr, size, cpus)
 }
 
 /// `buffer_total_size_kb` (Linux: `tracing_total_entries_read`).
-fn buffer_total_show() -> String {
-    let total: usize = global_trace()
-        .map(|tr| {
-            (0..tr.nr_cpus)
-                .map(|c| tr.buffer.size_per_cpu(c) >> 10)
-                .sum()
-        })
-        .unwrap_or(0);
+fn buffer_total_show(tr: &TraceArray) -> String {
+    let total: usize = (0..tr.nr_cpus)
+        .map(|c| tr.buffer.size_per_cpu(c) >> 10)
+        .sum();
     format!("{total}\n")
 }
 
 /// `trace_clock` (Linux: `tracing_clock_show`).
-fn trace_clock_show() -> String {
-    let cur = trace::trace_clock_index();
+fn trace_clock_show(tr: &TraceArray) -> String {
+    let cur = tr.trace_clock_index();
     let mut out = String::new();
     for (i, name) in trace::TRACE_CLOCKS.iter().enumerate() {
         if i != 0 {
@@ -159,11 +149,11 @@ fn trace_clock_show() -> String {
 
 /// A write to `trace_clock` (Linux: `tracing_clock_write`): at most 63
 /// bytes, surrounding whitespace stripped.
-fn trace_clock_store(text: &str) -> Result<(), Errno> {
+fn trace_clock_store(tr: &TraceArray, text: &str) -> Result<(), Errno> {
     if text.len() >= CLOCK_NAME_MAX {
         return Err(Errno::EINVAL);
     }
-    trace::set_trace_clock(text.trim_matches(|c: char| c.is_ascii_whitespace()))
+    tr.set_trace_clock(text.trim_matches(|c: char| c.is_ascii_whitespace()))
 }
 
 /// Writes one `trace_marker` event (Linux: `tracing_mark_write` and
@@ -204,7 +194,7 @@ pub fn tracing_mark_write(tr: &TraceArray, text: &[u8]) -> Result<usize, Errno> 
 }
 
 /// An open `trace_marker`: write-only (Linux mode 0220).
-struct TraceMarker;
+struct TraceMarker(Arc<TraceArray>);
 
 impl OpenFile for TraceMarker {
     fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
@@ -212,15 +202,15 @@ impl OpenFile for TraceMarker {
     }
 
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
-        tracing_mark_write(tr()?, buf)
+        tracing_mark_write(&self.0, buf)
     }
 }
 
 /// `per_cpu/cpuN/stats` (Linux: `tracing_stats_read`).
-fn stats_show(cpu: usize) -> String {
+fn stats_show(tr: &TraceArray, cpu: usize) -> String {
     let mut out = String::new();
-    if let Some(stats) = global_trace().and_then(|tr| tr.buffer.stats(cpu)) {
-        let _ = stats.write_to(trace::trace_clock(), trace::trace_clock_in_ns(), &mut out);
+    if let Some(stats) = tr.buffer.stats(cpu) {
+        let _ = stats.write_to(tr.trace_clock(), tr.trace_clock_in_ns(), &mut out);
     }
     out
 }
@@ -228,26 +218,30 @@ fn stats_show(cpu: usize) -> String {
 /// `per_cpu/cpuN/trace`: the `trace` header (whose counts, as in Linux,
 /// are those of every CPU) and this CPU's events. `echo > per_cpu/cpuN/trace`
 /// clears only this CPU (Linux: `tracing_reset_cpu`).
-fn per_cpu_trace_open(cpu: usize, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
-    let tr = tr()?;
+fn per_cpu_trace_open(
+    tr: &Arc<TraceArray>,
+    cpu: usize,
+    flags: OpenFlags,
+) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
         tr.buffer.reset_cpu(cpu).map_err(|_| Errno::EINVAL)?;
     }
     let mut text = tracer::output::TraceSeq::new();
     if flags.readable() {
         trace::trace_iter_open(tr);
-        trace::print_trace(tr, control::current_tracer(), Some(cpu), &mut text);
+        trace::print_trace(tr, tr.current_tracer(), Some(cpu), &mut text);
     }
     let mut file = SeqFile::new(text.into_bytes());
     if flags.readable() {
-        file = file.with_release(move || trace::trace_iter_release(tr));
+        let held = tr.clone();
+        file = file.with_release(move || trace::trace_iter_release(&held));
     }
     Ok(Box::new(file.with_write(|buf| Ok(buf.len()))))
 }
 
 /// An open `free_buffer`: writes are accepted; closing shrinks the buffer
 /// (Linux: `tracing_free_buffer_write` / `tracing_free_buffer_release`).
-struct FreeBuffer;
+struct FreeBuffer(Arc<TraceArray>);
 
 impl OpenFile for FreeBuffer {
     fn write(&mut self, buf: &[u8]) -> Result<usize, Errno> {
@@ -255,11 +249,9 @@ impl OpenFile for FreeBuffer {
     }
 
     fn release(&mut self) -> Result<(), Errno> {
-        let Some(tr) = global_trace() else {
-            return Ok(());
-        };
+        let tr = &self.0;
         if tr.options.lock().has(TraceOption::StopOnFree) {
-            control::tracing_off();
+            control::tracer_tracing_off(tr);
         }
         // Size 0 gives the minimum of 2 pages per CPU.
         let _ = tracing_resize_ring_buffer(tr, 0, Cpus::All);
@@ -267,30 +259,9 @@ impl OpenFile for FreeBuffer {
     }
 }
 
-/// Creates the files described in the module documentation. Existing
-/// files (e.g. `per_cpu/cpuN/trace_pipe_raw`) are left alone.
+/// Creates the top-level-only files: `saved_cmdlines_size` and the
+/// README lines.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
-    tracefs::create_show_store(
-        root,
-        "buffer_size_kb",
-        TRACE_MODE_WRITE,
-        || buffer_size_show(None),
-        Some(|t: &str| buffer_size_store(None, t)),
-    )?;
-    tracefs::create_show(root, "buffer_total_size_kb", buffer_total_show)?;
-    tracefs::create_file(root, "free_buffer", 0o200, |_flags: OpenFlags| {
-        Ok(Box::new(FreeBuffer) as Box<dyn OpenFile>)
-    })?;
-    tracefs::create_show_store(
-        root,
-        "trace_clock",
-        TRACE_MODE_WRITE,
-        trace_clock_show,
-        Some(trace_clock_store),
-    )?;
-    tracefs::create_file(root, "trace_marker", 0o220, |_flags: OpenFlags| {
-        Ok(Box::new(TraceMarker) as Box<dyn OpenFile>)
-    })?;
     tracefs::create_show_store(
         root,
         "saved_cmdlines_size",
@@ -307,31 +278,68 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
          buffer_size_kb\t- view and modify size of per cpu buffer\n  \
          buffer_total_size_kb  - view total size of all cpu buffers\n",
     );
+    Ok(())
+}
 
-    let per_cpu = tracefs::get_or_create_dir(root, "per_cpu")?;
-    for cpu in 0..crate::arch::nr_cpus() {
+/// Creates the buffer files of `tr` in `dir` (the top level's or an
+/// instance's), described in the module documentation. Existing files
+/// (e.g. `per_cpu/cpuN/trace_pipe_raw`) are left alone.
+pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
+    let (t1, t2) = (tr.clone(), tr.clone());
+    tracefs::create_show_store(
+        dir,
+        "buffer_size_kb",
+        TRACE_MODE_WRITE,
+        move || buffer_size_show(&t1, None),
+        Some(move |t: &str| buffer_size_store(&t2, None, t)),
+    )?;
+    let t = tr.clone();
+    tracefs::create_show(dir, "buffer_total_size_kb", move || buffer_total_show(&t))?;
+    let t = tr.clone();
+    tracefs::create_file(dir, "free_buffer", 0o200, move |_flags: OpenFlags| {
+        Ok(Box::new(FreeBuffer(t.clone())) as Box<dyn OpenFile>)
+    })?;
+    let (t1, t2) = (tr.clone(), tr.clone());
+    tracefs::create_show_store(
+        dir,
+        "trace_clock",
+        TRACE_MODE_WRITE,
+        move || trace_clock_show(&t1),
+        Some(move |t: &str| trace_clock_store(&t2, t)),
+    )?;
+    let t = tr.clone();
+    tracefs::create_file(dir, "trace_marker", 0o220, move |_flags: OpenFlags| {
+        Ok(Box::new(TraceMarker(t.clone())) as Box<dyn OpenFile>)
+    })?;
+
+    let per_cpu = tracefs::get_or_create_dir(dir, "per_cpu")?;
+    for cpu in 0..tr.nr_cpus {
         let d = tracefs::get_or_create_dir(&per_cpu, &format!("cpu{cpu}"))?;
         let absent = |name: &str| tracefs::lookup(&d, name).is_none();
         if absent("trace") {
+            let t = tr.clone();
             tracefs::create_file(&d, "trace", TRACE_MODE_WRITE, move |f: OpenFlags| {
-                per_cpu_trace_open(cpu, f)
+                per_cpu_trace_open(&t, cpu, f)
             })?;
         }
         if absent("trace_pipe") {
+            let t = tr.clone();
             tracefs::create_file(&d, "trace_pipe", TRACE_MODE_READ, move |f: OpenFlags| {
-                control::trace_pipe_open_cpu(Some(cpu), f)
+                control::trace_pipe_open_cpu(&t, Some(cpu), f)
             })?;
         }
         if absent("stats") {
-            tracefs::create_show(&d, "stats", move || stats_show(cpu))?;
+            let t = tr.clone();
+            tracefs::create_show(&d, "stats", move || stats_show(&t, cpu))?;
         }
         if absent("buffer_size_kb") {
+            let (t1, t2) = (tr.clone(), tr.clone());
             tracefs::create_show_store(
                 &d,
                 "buffer_size_kb",
                 TRACE_MODE_WRITE,
-                move || buffer_size_show(Some(cpu)),
-                Some(move |t: &str| buffer_size_store(Some(cpu), t)),
+                move || buffer_size_show(&t1, Some(cpu)),
+                Some(move |t: &str| buffer_size_store(&t2, Some(cpu), t)),
             )?;
         }
     }

@@ -1,4 +1,4 @@
-//! The top-level tracefs control files and the tracer registry
+//! The control files of a trace array and the tracer registry
 //! (Linux: kernel/trace/trace.c: `register_tracer`, `tracing_set_tracer`,
 //! `tracing_on`, `tracing_read_pipe`, `readme_msg`).
 //!
@@ -9,32 +9,35 @@
 //! `available_tracers`; like Linux it is pushed at the front, so the newest
 //! tracer is listed first and `nop` (registered at boot) last.
 //!
-//! The files made here:
-//! - `available_tracers`: registered tracer names, space-separated, `\n`.
+//! The files made here, for the top level and for each instance
+//! ([`init_tr`]; each file acts on its own trace array):
+//! - `available_tracers`: registered tracer names, space-separated, `\n`
+//!   (in an instance, those that can run in one).
 //! - `current_tracer`: reads `"<name>\n"`; a write selects a tracer by name,
 //!   trailing whitespace (echo's newline) removed; unknown name: EINVAL.
 //! - `tracing_on`: `0`/`1`; a write is a decimal number (kstrtoul), zero turns
 //!   recording off, anything else on, as Linux's `rb_simple_write`.
 //! - `trace`: the header, then the events, as `tracer::output` prints them
-//!   from the ring buffer installed with [`set_trace_buffer`] (until then
-//!   the file is empty). Opening `trace` for writing with `O_TRUNC`
+//!   from the trace array's ring buffer. Opening `trace` for writing with `O_TRUNC`
 //!   (`echo > trace`) clears the buffer.
 //! - `trace_pipe`: the same lines without a header, consumed as they are
 //!   read; a reader blocks while the buffer is empty (Ctrl-C: EINTR),
 //!   O_NONBLOCK gives EAGAIN, and once something was read, an empty buffer
 //!   with tracing off is the end of file (Linux's `tracing_wait_pipe`).
-//! - `README`: the mini-HOWTO; tracer code adds its lines with
-//!   [`readme_add`].
+//! - `README` (top level only): the mini-HOWTO; tracer code adds its lines
+//!   with [`readme_add`].
 
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use spin::{Mutex, Once};
 use tracer::output::{IterState, TraceSeq, TracerOutput};
 
+use super::trace::{self, global_trace, TraceArray};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 use crate::sched::WaitQueue;
@@ -50,16 +53,18 @@ pub struct Tracer {
     /// must leave nothing behind: the previous tracer is started again and
     /// stays current, and the buffer keeps its events (Linux leaves `nop`
     /// with an emptied buffer).
-    pub init: Option<fn() -> Result<(), Errno>>,
+    pub init: Option<fn(&TraceArray) -> Result<(), Errno>>,
     /// Runs when another tracer is selected.
-    pub reset: Option<fn()>,
+    pub reset: Option<fn(&TraceArray)>,
     /// Run when `tracing_on` is set to 1 / 0 while this tracer is current.
-    pub start: Option<fn()>,
-    pub stop: Option<fn()>,
+    pub start: Option<fn(&TraceArray)>,
+    pub stop: Option<fn(&TraceArray)>,
     /// The tracer's own printer for one open `trace`/`trace_pipe` file,
     /// made for the given number of CPUs (Linux's `open`, `print_header`
     /// and `print_line` hooks); None prints with the default printer only.
     pub output: Option<fn(usize) -> Box<dyn TracerOutput>>,
+    /// Can be the current tracer of an instance (Linux: `allow_instances`).
+    pub allow_instances: bool,
 }
 
 /// The tracer that traces nothing (Linux: kernel/trace/trace_nop.c).
@@ -70,73 +75,25 @@ pub static NOP_TRACE: Tracer = Tracer {
     start: None,
     stop: None,
     output: None,
+    allow_instances: true,
 };
 
 /// Registered tracers, newest first (Linux's `trace_types` list).
 static TRACE_TYPES: Mutex<Vec<&'static Tracer>> = Mutex::new(Vec::new());
-/// The current tracer (Linux's `tr->current_trace`). Held only to read or
-/// replace the pointer.
-static CURRENT: Mutex<&'static Tracer> = Mutex::new(&NOP_TRACE);
 /// Serializes tracer switches and `tracing_on` writes with the hooks they
 /// run (Linux's `trace_types_lock`). Hooks must not write these files.
-static TRACE_TYPES_LOCK: Mutex<()> = Mutex::new(());
-/// Linux's `ring_buffer_record_on/off` state as seen by `tracing_on`. On at boot.
+pub(crate) static TRACE_TYPES_LOCK: Mutex<()> = Mutex::new(());
+/// The top-level array's `tracing_on` as the tracers' callbacks see it
+/// (Linux: `ring_buffer_record_is_on` of the global buffer). On at boot.
 pub(crate) static TRACING_ON: AtomicBool = AtomicBool::new(true);
 
-/// What the `trace` and `trace_pipe` files need from the ring buffer.
-pub trait TraceBuffer: Send + Sync {
-    /// Empties every CPU's buffer (`echo > trace`).
-    fn reset(&self);
-    /// Appends the text of `trace` (header and events) as `tracer` prints it.
-    fn print_trace(&self, tracer: &Tracer, out: &mut TraceSeq);
-    /// True if no event is waiting to be consumed.
-    fn is_empty(&self) -> bool;
-    /// As [`is_empty`](Self::is_empty) for one CPU (`per_cpu/cpuN/trace_pipe`).
-    fn is_empty_cpu(&self, cpu: usize) -> bool;
-    /// `trace` was opened for reading (pauses recording with the
-    /// `pause-on-trace` option).
-    fn iter_open(&self);
-    /// That reader closed it.
-    fn iter_release(&self);
-    /// The state of a `trace_pipe` opened while `tracer` is current.
-    fn open_pipe(&self, tracer: &Tracer) -> IterState;
-    /// Consumes the oldest events of `cpu` (all if None) and appends their
-    /// `trace_pipe` lines, until `out` holds `limit` bytes or none is left.
-    fn read_pipe(
-        &self,
-        state: &mut IterState,
-        cpu: Option<usize>,
-        out: &mut TraceSeq,
-        limit: usize,
-    );
-}
-
-/// Readers of `trace_pipe` sleep here; the ring buffer wakes them with
-/// [`wake_pipe_readers`] when it commits events.
+/// Readers of `trace_pipe` sleep here (every trace array's); the ring
+/// buffer wakes them with [`wake_pipe_readers`] when it commits events.
 static TRACE_PIPE_WAIT: WaitQueue = WaitQueue::new();
 
 /// Wakes `trace_pipe` readers (Linux: the ring buffer's `rb_wake_up_waiters`).
 pub fn wake_pipe_readers() {
     TRACE_PIPE_WAIT.wake_all();
-}
-
-static TRACE_BUFFER: Mutex<Option<&'static dyn TraceBuffer>> = Mutex::new(None);
-
-/// Installs the ring buffer that `trace` shows.
-pub fn set_trace_buffer(buffer: &'static dyn TraceBuffer) {
-    *TRACE_BUFFER.lock() = Some(buffer);
-}
-
-/// The trace array's `ring_buffer_record_on`/`off` (argument true/false),
-/// installed with [`set_record_switch`]: this module sits above the trace
-/// array and does not import it. A `Once`, not a lock, since
-/// [`tracing_on`] and [`tracing_off`] run from probes too.
-static RECORD_SWITCH: Once<fn(bool)> = Once::new();
-
-/// Installs what [`tracing_on`]/[`tracing_off`] call to start or stop the
-/// ring buffer's recording.
-pub fn set_record_switch(switch: fn(bool)) {
-    RECORD_SWITCH.call_once(|| switch);
 }
 
 /// Adds a tracer (Linux: `register_tracer`). EINVAL for an empty or too
@@ -160,95 +117,121 @@ fn add_tracer(tracer: &'static Tracer) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The current tracer.
+/// The top level's current tracer.
 pub fn current_tracer() -> &'static Tracer {
-    *CURRENT.lock()
+    global_trace().map_or(&NOP_TRACE, |tr| tr.current_tracer())
 }
 
-/// Open `trace_pipe` files (Linux's `tr->trace_ref`): the tracer cannot be
-/// changed while someone reads the pipe.
-static TRACE_REF: AtomicUsize = AtomicUsize::new(0);
-
-/// Selects the tracer called `name` (Linux: `tracing_set_tracer`).
-/// EINVAL if there is none; selecting the current one does nothing;
-/// EBUSY while `trace_pipe` is open. If the new tracer's `init` fails,
-/// its error is returned and the previous tracer is started again, with
-/// the buffer as it was: the buffer is only emptied once the new tracer
-/// runs.
+/// Selects the top level's tracer called `name` (see [`tracing_set_tracer_tr`]).
 pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
+    tracing_set_tracer_tr(global_trace().ok_or(Errno::ENODEV)?, name)
+}
+
+/// Selects the tracer called `name` for `tr` (Linux: `tracing_set_tracer`).
+/// EINVAL if there is none, or if `tr` is an instance and the tracer
+/// cannot run in one; selecting the current one does nothing; EBUSY while
+/// `trace_pipe` is open. If the new tracer's `init` fails, its error is
+/// returned and the previous tracer is started again, with the buffer as
+/// it was: the buffer is only emptied once the new tracer runs.
+pub fn tracing_set_tracer_tr(tr: &TraceArray, name: &str) -> Result<(), Errno> {
     let new = TRACE_TYPES
         .lock()
         .iter()
         .copied()
-        .find(|t| t.name == name)
+        .find(|t| t.name == name && (t.allow_instances || tr.is_global()))
         .ok_or(Errno::EINVAL)?;
     let _guard = TRACE_TYPES_LOCK.lock();
-    let old = current_tracer();
+    let old = tr.current_tracer();
     if core::ptr::eq(old, new) {
         return Ok(());
     }
-    if TRACE_REF.load(Ordering::SeqCst) > 0 {
+    if tr.trace_ref.load(Ordering::SeqCst) > 0 {
         return Err(Errno::EBUSY);
     }
     if let Some(reset) = old.reset {
-        reset();
+        reset(tr);
     }
-    *CURRENT.lock() = &NOP_TRACE;
-    if let Some(Err(e)) = new.init.map(|init| init()) {
+    *tr.current_trace.lock() = &NOP_TRACE;
+    if let Some(Err(e)) = new.init.map(|init| init(tr)) {
         // The previous tracer started once already; if it cannot start
         // again, `nop` is current, as in Linux.
-        if old.init.is_none_or(|init| init().is_ok()) {
-            *CURRENT.lock() = old;
+        if old.init.is_none_or(|init| init(tr).is_ok()) {
+            *tr.current_trace.lock() = old;
         }
         return Err(e);
     }
     // Linux resets the buffer when the tracer changes.
-    let buffer = *TRACE_BUFFER.lock();
-    if let Some(buffer) = buffer {
-        buffer.reset();
-    }
-    *CURRENT.lock() = new;
+    tr.buffer.reset();
+    *tr.current_trace.lock() = new;
     Ok(())
 }
 
-/// True while the ring buffer records (`tracing_on` reads 1).
+/// Makes `nop` the tracer of `tr` (Linux: `tracing_set_nop`, on instance
+/// removal), whatever readers are open.
+pub fn tracing_set_nop(tr: &TraceArray) {
+    let _guard = TRACE_TYPES_LOCK.lock();
+    let old = tr.current_tracer();
+    if let Some(reset) = old.reset {
+        reset(tr);
+    }
+    *tr.current_trace.lock() = &NOP_TRACE;
+}
+
+/// True while the top level's ring buffer records (`tracing_on` reads 1).
 pub fn tracing_is_on() -> bool {
     TRACING_ON.load(Ordering::Relaxed)
 }
 
-/// Turns recording on (Linux: `tracing_on()`, `tracer_tracing_on`): the
-/// ring buffer's `ring_buffer_record_on`, and the flag tracer callbacks
-/// check to skip work early. Takes no lock: callable from anywhere,
-/// including a tracer's hooks and probes.
-pub fn tracing_on() {
-    if let Some(switch) = RECORD_SWITCH.get() {
-        switch(true);
-    }
-    TRACING_ON.store(true, Ordering::SeqCst);
+/// True while `tr`'s ring buffer records.
+pub fn tracer_tracing_is_on(tr: &TraceArray) -> bool {
+    tr.tracing_on_flag().load(Ordering::Relaxed)
 }
 
-/// Turns recording off (Linux: `tracing_off()`, used by the `traceoff`
-/// trigger): `ring_buffer_record_off`, so every writer (tracers,
-/// `trace_marker`) fails. Tracer callbacks still run.
-pub fn tracing_off() {
-    TRACING_ON.store(false, Ordering::SeqCst);
-    if let Some(switch) = RECORD_SWITCH.get() {
-        switch(false);
+/// Turns the top level's recording on (Linux: `tracing_on()`).
+pub fn tracing_on() {
+    if let Some(tr) = global_trace() {
+        tracer_tracing_on(tr);
     }
+}
+
+/// Turns the top level's recording off (Linux: `tracing_off()`).
+pub fn tracing_off() {
+    if let Some(tr) = global_trace() {
+        tracer_tracing_off(tr);
+    }
+}
+
+/// Turns `tr`'s recording on (Linux: `tracer_tracing_on`): the ring
+/// buffer's `ring_buffer_record_on`, and the flag tracer callbacks check
+/// to skip work early. Takes no lock: callable from anywhere, including a
+/// tracer's hooks and probes.
+pub fn tracer_tracing_on(tr: &TraceArray) {
+    trace::set_recording(tr, true);
+    tr.tracing_on_flag().store(true, Ordering::SeqCst);
+}
+
+/// Turns `tr`'s recording off (Linux: `tracer_tracing_off`, used by the
+/// `traceoff` trigger): `ring_buffer_record_off`, so every writer
+/// (tracers, `trace_marker`) fails. Tracer callbacks still run.
+pub fn tracer_tracing_off(tr: &TraceArray) {
+    tr.tracing_on_flag().store(false, Ordering::SeqCst);
+    trace::set_recording(tr, false);
 }
 
 /// The text of `trace`: header, then the events.
-fn trace_show() -> Vec<u8> {
+fn trace_show(tr: &TraceArray) -> Vec<u8> {
     let mut out = TraceSeq::new();
-    if let Some(buffer) = trace_buffer() {
-        buffer.print_trace(current_tracer(), &mut out);
-    }
+    trace::print_trace(tr, tr.current_tracer(), None, &mut out);
     out.into_bytes()
 }
 
-fn available_tracers_show() -> String {
+fn available_tracers_show(tr: &TraceArray) -> String {
     let types = TRACE_TYPES.lock();
-    let names: Vec<&str> = types.iter().map(|t| t.name).collect();
+    let names: Vec<&str> = types
+        .iter()
+        .filter(|t| t.allow_instances || tr.is_global())
+        .map(|t| t.name)
+        .collect();
     let mut out = names.join(" ");
     out.push('\n');
     out
@@ -256,34 +239,34 @@ fn available_tracers_show() -> String {
 
 /// A write to `current_tracer` (Linux: `tracing_set_trace_write`): at most
 /// MAX_TRACER_SIZE bytes are looked at, trailing whitespace is removed.
-fn current_tracer_store(text: &str) -> Result<(), Errno> {
+fn current_tracer_store(tr: &TraceArray, text: &str) -> Result<(), Errno> {
     let mut end = text.len().min(MAX_TRACER_SIZE);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     let name = text[..end].trim_end_matches(|c: char| c.is_ascii_whitespace());
-    tracing_set_tracer(name)
+    tracing_set_tracer_tr(tr, name)
 }
 
 /// A write to `tracing_on` (Linux: `rb_simple_write`): a kstrtoul number,
 /// non-zero turns recording on and runs the tracer's start hook, zero turns
 /// it off and runs the stop hook. Writing the current state does nothing.
-fn tracing_on_store(text: &str) -> Result<(), Errno> {
+fn tracing_on_store(tr: &TraceArray, text: &str) -> Result<(), Errno> {
     let val = tracefs::parse_ulong(text)?;
     let _guard = TRACE_TYPES_LOCK.lock();
-    let tracer = current_tracer();
-    if (val != 0) == tracing_is_on() {
+    let tracer = tr.current_tracer();
+    if (val != 0) == tracer_tracing_is_on(tr) {
         return Ok(());
     }
     if val != 0 {
-        tracing_on();
+        tracer_tracing_on(tr);
         if let Some(start) = tracer.start {
-            start();
+            start(tr);
         }
     } else {
-        tracing_off();
+        tracer_tracing_off(tr);
         if let Some(stop) = tracer.stop {
-            stop();
+            stop(tr);
         }
     }
     // A trace_pipe reader that has read something ends at an empty buffer
@@ -324,22 +307,14 @@ fn readme_show() -> String {
 /// Opening `trace`: a snapshot of header and events; with write access and
 /// `O_TRUNC` the buffer is cleared first. Writes are accepted and ignored
 /// (Linux's `tracing_write_stub`), so `echo > trace` succeeds.
-fn trace_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+fn trace_open(tr: &Arc<TraceArray>, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
-        if let Some(buffer) = *TRACE_BUFFER.lock() {
-            buffer.reset();
-        }
+        tr.buffer.reset();
     }
     let file = if flags.readable() {
-        let buffer = *TRACE_BUFFER.lock();
-        if let Some(buffer) = buffer {
-            buffer.iter_open();
-        }
-        SeqFile::new(trace_show()).with_release(move || {
-            if let Some(buffer) = buffer {
-                buffer.iter_release();
-            }
-        })
+        trace::trace_iter_open(tr);
+        let held = tr.clone();
+        SeqFile::new(trace_show(tr)).with_release(move || trace::trace_iter_release(&held))
     } else {
         SeqFile::new(String::new())
     };
@@ -348,6 +323,7 @@ fn trace_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
 
 /// An open `trace_pipe` (Linux: `tracing_read_pipe`).
 struct TracePipe {
+    tr: Arc<TraceArray>,
     /// Text of consumed events not yet returned to the reader.
     pending: Vec<u8>,
     pos: usize,
@@ -361,15 +337,11 @@ struct TracePipe {
     cpu: Option<usize>,
 }
 
-fn trace_buffer() -> Option<&'static dyn TraceBuffer> {
-    *TRACE_BUFFER.lock()
-}
-
-fn pipe_has_data(cpu: Option<usize>) -> bool {
-    trace_buffer().is_some_and(|b| match cpu {
-        Some(c) => !b.is_empty_cpu(c),
-        None => !b.is_empty(),
-    })
+fn pipe_has_data(tr: &TraceArray, cpu: Option<usize>) -> bool {
+    match cpu {
+        Some(c) => !tr.buffer.empty_cpu(c),
+        None => !tr.buffer.is_empty(),
+    }
 }
 
 impl OpenFile for TracePipe {
@@ -385,52 +357,45 @@ impl OpenFile for TracePipe {
                 self.has_read = true;
                 return Ok(n);
             }
-            if let Some(buffer) = trace_buffer() {
-                // Consume events until the reader's buffer is full.
-                let mut text = TraceSeq::new();
-                buffer.read_pipe(&mut self.iter, self.cpu, &mut text, buf.len());
-                if !text.is_empty() {
-                    self.pending = text.into_bytes();
-                    self.pos = 0;
-                    continue;
-                }
+            // Consume events until the reader's buffer is full.
+            let mut text = TraceSeq::new();
+            trace::read_pipe(&self.tr, &mut self.iter, self.cpu, &mut text, buf.len());
+            if !text.is_empty() {
+                self.pending = text.into_bytes();
+                self.pos = 0;
+                continue;
             }
             if self.nonblock {
                 return Err(Errno::EAGAIN);
             }
-            if self.has_read && !tracing_is_on() {
+            if self.has_read && !tracer_tracing_is_on(&self.tr) {
                 return Ok(0);
             }
-            let (has_read, cpu) = (self.has_read, self.cpu);
+            let (has_read, cpu, tr) = (self.has_read, self.cpu, &self.tr);
             crate::sched::wait_event_interruptible(&TRACE_PIPE_WAIT, || {
-                pipe_has_data(cpu) || (has_read && !tracing_is_on())
+                pipe_has_data(tr, cpu) || (has_read && !tracer_tracing_is_on(tr))
             })?;
         }
     }
 
     fn release(&mut self) -> Result<(), Errno> {
-        TRACE_REF.fetch_sub(1, Ordering::SeqCst);
+        self.tr.trace_ref.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
 }
 
-fn trace_pipe_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
-    trace_pipe_open_cpu(None, flags)
-}
-
-/// Opens `trace_pipe` (`cpu` None) or `per_cpu/cpuN/trace_pipe` (Linux:
-/// `tracing_open_pipe`), printed by the current tracer's printer.
+/// Opens `trace_pipe` (`cpu` None) or `per_cpu/cpuN/trace_pipe` of `tr`
+/// (Linux: `tracing_open_pipe`), printed by the current tracer's printer.
 pub fn trace_pipe_open_cpu(
+    tr: &Arc<TraceArray>,
     cpu: Option<usize>,
     flags: OpenFlags,
 ) -> Result<Box<dyn OpenFile>, Errno> {
     let _guard = TRACE_TYPES_LOCK.lock();
-    TRACE_REF.fetch_add(1, Ordering::SeqCst);
-    let iter = match trace_buffer() {
-        Some(b) => b.open_pipe(current_tracer()),
-        None => IterState::new(0, false, None),
-    };
+    tr.trace_ref.fetch_add(1, Ordering::SeqCst);
+    let iter = trace::open_iter(tr, tr.current_tracer(), false);
     Ok(Box::new(TracePipe {
+        tr: tr.clone(),
         pending: Vec::new(),
         pos: 0,
         has_read: false,
@@ -442,34 +407,43 @@ pub fn trace_pipe_open_cpu(
 
 static INIT: Once<()> = Once::new();
 
-/// Registers `nop` and creates the control files in the tracefs root.
-/// Idempotent; run at boot before other tracers register.
+/// Registers `nop` and creates the top-level-only `README`. Idempotent; run
+/// at boot before other tracers register.
 pub fn init() {
     INIT.call_once(|| {
         add_tracer(&NOP_TRACE).expect("register nop");
-        let root = tracefs::root();
-        create_control_files(&root).expect("create tracefs control files");
+        tracefs::create_show(&tracefs::root(), "README", readme_show).expect("create README");
     });
 }
 
-fn create_control_files(root: &Dentry) -> Result<(), Errno> {
-    tracefs::create_show(root, "available_tracers", available_tracers_show)?;
+/// Creates the control files of `tr` in `dir` (Linux: part of
+/// `init_tracer_tracefs`).
+pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
+    let t = tr.clone();
+    tracefs::create_show(dir, "available_tracers", move || available_tracers_show(&t))?;
+    let (t1, t2) = (tr.clone(), tr.clone());
     tracefs::create_show_store(
-        root,
+        dir,
         "current_tracer",
         TRACE_MODE_WRITE,
-        || format!("{}\n", current_tracer().name),
-        Some(current_tracer_store),
+        move || format!("{}\n", t1.current_tracer().name),
+        Some(move |text: &str| current_tracer_store(&t2, text)),
     )?;
+    let (t1, t2) = (tr.clone(), tr.clone());
     tracefs::create_show_store(
-        root,
+        dir,
         "tracing_on",
         TRACE_MODE_WRITE,
-        || String::from(if tracing_is_on() { "1\n" } else { "0\n" }),
-        Some(tracing_on_store),
+        move || String::from(if tracer_tracing_is_on(&t1) { "1\n" } else { "0\n" }),
+        Some(move |text: &str| tracing_on_store(&t2, text)),
     )?;
-    tracefs::create_file(root, "trace", TRACE_MODE_WRITE, trace_open)?;
-    tracefs::create_file(root, "trace_pipe", TRACE_MODE_READ, trace_pipe_open)?;
-    tracefs::create_show(root, "README", readme_show)?;
+    let t = tr.clone();
+    tracefs::create_file(dir, "trace", TRACE_MODE_WRITE, move |f: OpenFlags| {
+        trace_open(&t, f)
+    })?;
+    let t = tr.clone();
+    tracefs::create_file(dir, "trace_pipe", TRACE_MODE_READ, move |f: OpenFlags| {
+        trace_pipe_open_cpu(&t, None, f)
+    })?;
     Ok(())
 }

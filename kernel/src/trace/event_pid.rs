@@ -274,7 +274,10 @@ pub fn trace_event_follow_fork(enable: bool) {
     }
 }
 
-fn option_changed(change: &tracer::options::OptionChange) {
+fn option_changed(tr: &super::trace::TraceArray, change: &tracer::options::OptionChange) {
+    if !tr.is_global() {
+        return;
+    }
     use tracer::options::{OptionId, TraceOption};
     if change.id == OptionId::Core(TraceOption::EventFork) && change.changed {
         trace_event_follow_fork(change.enabled);

@@ -179,6 +179,7 @@ fn show(
 /// every 10 ms; Ctrl-C gives EINTR), except with O_NONBLOCK (EAGAIN) or when
 /// tracing is off (end of file; Linux would keep waiting).
 struct TracePipeRaw {
+    tr: alloc::sync::Arc<super::trace::TraceArray>,
     cpu: usize,
     page: Box<[u8; PAGE_SIZE]>,
     pos: usize,
@@ -197,17 +198,14 @@ impl OpenFile for TracePipeRaw {
                 self.pos += n;
                 return Ok(n);
             }
-            let Some(rb) = ring_buffer() else {
-                return Ok(0);
-            };
-            if rb.read_page(self.cpu, &mut self.page).is_some() {
+            if self.tr.buffer.read_page(self.cpu, &mut self.page).is_some() {
                 self.pos = 0;
                 continue;
             }
             if self.nonblock {
                 return Err(Errno::EAGAIN);
             }
-            if !crate::trace::control::tracing_is_on() {
+            if !crate::trace::control::tracer_tracing_is_on(&self.tr) {
                 return Ok(0);
             }
             if crate::sched::signal_pending() {
@@ -220,7 +218,7 @@ impl OpenFile for TracePipeRaw {
 
 /// Creates `events/header_page`, `events/header_event`,
 /// `events/ftrace/<event>/{format,id}`, `saved_cmdlines`, `printk_formats`,
-/// `kallsyms` and `per_cpu/cpuN/trace_pipe_raw`. Directories made by others
+/// and `kallsyms` (top level only). Directories made by others
 /// are reused; files that already exist are left alone.
 pub fn init_tracefs(root: &Dentry) -> Result<(), Errno> {
     let ev = tracefs::get_or_create_dir(root, "events")?;
@@ -237,16 +235,23 @@ pub fn init_tracefs(root: &Dentry) -> Result<(), Errno> {
     show(root, "saved_cmdlines", saved_cmdlines)?;
     show(root, "printk_formats", String::new)?;
     show(root, "kallsyms", kallsyms)?;
-    let per_cpu = tracefs::get_or_create_dir(root, "per_cpu")?;
-    for cpu in 0..crate::arch::nr_cpus() {
+    Ok(())
+}
+
+/// Creates `per_cpu/cpuN/trace_pipe_raw` of `tr` in `dir`.
+pub fn init_tr(tr: &alloc::sync::Arc<super::trace::TraceArray>, dir: &Dentry) -> Result<(), Errno> {
+    let per_cpu = tracefs::get_or_create_dir(dir, "per_cpu")?;
+    for cpu in 0..tr.nr_cpus {
         let d = tracefs::get_or_create_dir(&per_cpu, &format!("cpu{cpu}"))?;
         if tracefs::lookup(&d, "trace_pipe_raw").is_none() {
+            let tr = tr.clone();
             tracefs::create_file(
                 &d,
                 "trace_pipe_raw",
                 TRACE_MODE_READ,
                 move |flags: OpenFlags| {
                     Ok(Box::new(TracePipeRaw {
+                        tr: tr.clone(),
                         cpu,
                         page: Box::new([0u8; PAGE_SIZE]),
                         pos: PAGE_SIZE,

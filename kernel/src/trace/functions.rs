@@ -257,14 +257,14 @@ pub(crate) fn apply_filter() -> Result<(), Errno> {
 
 static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
 
-fn function_trace_init() -> Result<(), Errno> {
+fn function_trace_init(_tr: &super::trace::TraceArray) -> Result<(), Errno> {
     global_ops::ftrace_update_global_hash();
     set_func_options();
     ftrace::register_ftrace_function(&FUNCTION_OPS)?;
     Ok(())
 }
 
-fn function_trace_reset() {
+fn function_trace_reset(_tr: &super::trace::TraceArray) {
     let _ = ftrace::unregister_ftrace_function(&FUNCTION_OPS);
 }
 
@@ -277,7 +277,10 @@ fn set_func_options() {
 
 /// The trace array's option hook: function-fork starts or stops following
 /// forks, and the callback's copies of the options are refreshed.
-fn option_changed(change: &tracer::options::OptionChange) {
+fn option_changed(tr: &super::trace::TraceArray, change: &tracer::options::OptionChange) {
+    if !tr.is_global() {
+        return;
+    }
     use tracer::options::{OptionId, TraceOption};
     if let OptionId::Core(TraceOption::FuncFork) = change.id {
         if change.changed {
@@ -300,6 +303,7 @@ pub static FUNCTION_TRACE: Tracer = Tracer {
     start: None,
     stop: None,
     output: None,
+    allow_instances: false,
 };
 
 fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {

@@ -218,7 +218,7 @@ static FUNCGRAPH_OPS: FgraphOps = FgraphOps {
     retfunc: trace_graph_return,
 };
 
-fn graph_trace_init() -> Result<(), Errno> {
+fn graph_trace_init(_tr: &super::trace::TraceArray) -> Result<(), Errno> {
     // graph_ops wants what set_ftrace_filter/notrace select (Linux's
     // graph_ops uses global_ops' hashes).
     global_ops::ftrace_update_global_hash();
@@ -226,7 +226,7 @@ fn graph_trace_init() -> Result<(), Errno> {
     fgraph::register_ftrace_graph(&FUNCGRAPH_OPS)
 }
 
-fn graph_trace_reset() {
+fn graph_trace_reset(_tr: &super::trace::TraceArray) {
     fgraph::unregister_ftrace_graph(&FUNCGRAPH_OPS);
 }
 
@@ -244,6 +244,7 @@ pub static GRAPH_TRACE: Tracer = Tracer {
     start: None,
     stop: None,
     output: Some(graph_output),
+    allow_instances: false,
 };
 
 /// Keeps the callbacks' copies of the graph options current (called when
@@ -294,7 +295,11 @@ fn graph_file_open(kind: GraphFile, flags: OpenFlags) -> Result<Box<dyn OpenFile
 /// Registers the tracer and creates its files.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     control::register_tracer(&GRAPH_TRACE)?;
-    super::trace::OPTIONS_CHANGED.register(|_| options_changed())?;
+    super::trace::OPTIONS_CHANGED.register(|tr, _| {
+        if tr.is_global() {
+            options_changed()
+        }
+    })?;
     tracefs::create_file(root, "set_graph_function", TRACE_MODE_WRITE, |f| {
         graph_file_open(GraphFile::Function, f)
     })?;

@@ -14,6 +14,7 @@ pub mod ftrace;
 pub mod functions;
 pub mod global_ops;
 pub mod graph;
+pub mod instances;
 pub mod printk;
 pub mod selftest;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
@@ -22,22 +23,27 @@ pub mod tracepoint_stress;
 
 use tracer::trace_events::TaskInfo;
 
-/// Creates the trace array and the tracefs files (Linux: tracer_init_tracefs).
-/// Runs once at boot, after ftrace_init and SMP start-up, before the shell.
+/// Creates the top-level trace array and the tracefs files (Linux:
+/// tracer_init_tracefs). Runs once at boot, after ftrace_init and SMP
+/// start-up, before the shell.
 pub fn init() {
     control::init();
     trace::init();
     register_sched_hooks();
     let root = crate::fs::tracefs::root();
-    let result = ftrace::init_tracefs(&root)
-        .and_then(|_| trace::init_options_files(&root))
+    let Some(tr) = trace::global_trace_arc() else {
+        return;
+    };
+    let result = instances::init_tracer_tracefs(&tr, &root)
+        .and_then(|_| ftrace::init_tracefs(&root))
         .and_then(|_| buffer_files::init(&root))
         .and_then(|_| functions::init(&root))
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())
         .and_then(|_| events::init(&root))
-        .and_then(|_| event_files::init(&root));
+        .and_then(|_| event_files::init(&root))
+        .and_then(|_| instances::init(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }

@@ -36,7 +36,11 @@ fn trace_vprintk(ip: u64, args: fmt::Arguments<'_>) {
 
 /// The `trace_printk` option switches the macro's static key (Linux:
 /// `set_tracer_flag` calls `trace_printk_control`).
-fn option_changed(change: &OptionChange) {
+fn option_changed(tr: &trace::TraceArray, change: &OptionChange) {
+    // trace_printk! writes to the top level only.
+    if !tr.is_global() {
+        return;
+    }
     if change.id == OptionId::Core(TraceOption::Printk) {
         if let Err(e) = crate::trace_printk::trace_printk_control(change.enabled) {
             println!("trace_printk: cannot switch the static key: {e:?}");

@@ -23,14 +23,18 @@ use tracer::output::{
 };
 use tracer::ring_buffer::RingBuffer;
 
-use super::control::{self, TraceBuffer};
+use super::control;
 use crate::arch::{self, percpu};
 
 /// Default per-CPU buffer size, as Linux's `trace_buf_size` (1408 KiB).
 pub const TRACE_BUF_SIZE_DEFAULT: usize = 1_441_792;
 
-/// One tracing instance (Linux: struct trace_array).
+/// One tracing set-up (Linux: struct trace_array): the top level, or an
+/// instance made by `mkdir instances/NAME`. Every tracefs file is bound to
+/// one; its closures hold an `Arc` of it.
 pub struct TraceArray {
+    /// The instance's name, empty for the top level.
+    pub name: String,
     pub buffer: RingBuffer,
     pub options: Mutex<TraceOptions>,
     /// CPUs the buffer was created for.
@@ -38,14 +42,113 @@ pub struct TraceArray {
     /// Nested [`tracing_stop_tr`] calls not yet undone (Linux:
     /// `tr->stop_count`, under `tr->start_lock`).
     stop_count: Mutex<i32>,
+    /// The index of this array's clock in [`TRACE_CLOCKS`] (Linux:
+    /// `tr->clock_id`). The top level's is mirrored in a static for the
+    /// tracers that only write there (function_graph).
+    clock: AtomicU8,
+    /// `tracing_on` of an instance (the top level's is
+    /// [`control::TRACING_ON`], which the function tracer's trampoline
+    /// tests directly).
+    tracing_on: AtomicBool,
+    /// The current tracer (Linux: `tr->current_trace`). Held only to read
+    /// or replace the pointer.
+    pub current_trace: Mutex<&'static control::Tracer>,
+    /// Open `trace_pipe` files (Linux: `tr->trace_ref`): the tracer cannot
+    /// change while one is open.
+    pub trace_ref: AtomicUsize,
+    /// Open files of this array (Linux: `tr->ref`), counted by tracefs for
+    /// an instance's directory: `rmdir` is EBUSY while it is not 0.
+    pub open_files: alloc::sync::Arc<AtomicUsize>,
 }
 
-static GLOBAL_TRACE: Once<TraceArray> = Once::new();
+impl TraceArray {
+    /// A trace array with a buffer of `size` bytes per CPU, no tracer and
+    /// default options.
+    pub fn new(name: &str, size: usize) -> Result<TraceArray, crate::fs::Errno> {
+        let nr = arch::nr_cpus();
+        Ok(TraceArray {
+            name: String::from(name),
+            buffer: RingBuffer::new(nr, size).map_err(|_| crate::fs::Errno::ENOMEM)?,
+            options: Mutex::new(TraceOptions::new()),
+            nr_cpus: nr,
+            stop_count: Mutex::new(0),
+            clock: AtomicU8::new(0),
+            tracing_on: AtomicBool::new(true),
+            current_trace: Mutex::new(&control::NOP_TRACE),
+            trace_ref: AtomicUsize::new(0),
+            open_files: alloc::sync::Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// True for the top-level array.
+    pub fn is_global(&self) -> bool {
+        global_trace().is_some_and(|g| core::ptr::eq(g, self))
+    }
+
+    /// The flag that mirrors this array's `tracing_on`.
+    pub fn tracing_on_flag(&self) -> &AtomicBool {
+        if self.is_global() {
+            &control::TRACING_ON
+        } else {
+            &self.tracing_on
+        }
+    }
+
+    /// This array's clock (see [`trace_clock`]).
+    #[inline(always)]
+    pub fn trace_clock(&self) -> u64 {
+        clock_read(self.clock.load(Ordering::Relaxed))
+    }
+
+    /// True if this array's clock counts nanoseconds.
+    pub fn trace_clock_in_ns(&self) -> bool {
+        clock_in_ns(self.clock.load(Ordering::Relaxed))
+    }
+
+    /// The index of this array's clock in [`TRACE_CLOCKS`].
+    pub fn trace_clock_index(&self) -> usize {
+        self.clock.load(Ordering::Relaxed) as usize
+    }
+
+    /// Selects a clock by name (Linux: `tracing_set_clock`): EINVAL for
+    /// an unknown name; the buffer is cleared, even when the clock stays
+    /// the same, because old and new time stamps cannot be compared.
+    pub fn set_trace_clock(&self, name: &str) -> Result<(), crate::fs::Errno> {
+        let i = TRACE_CLOCKS
+            .iter()
+            .position(|c| *c == name)
+            .ok_or(crate::fs::Errno::EINVAL)?;
+        self.clock.store(i as u8, Ordering::SeqCst);
+        if self.is_global() {
+            TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
+        }
+        self.buffer.reset();
+        Ok(())
+    }
+
+    /// The current tracer.
+    pub fn current_tracer(&self) -> &'static control::Tracer {
+        *self.current_trace.lock()
+    }
+}
+
+/// The top-level trace array, made at boot; [`GLOBAL_TRACE_PTR`] caches
+/// its address for the hot paths (one load and a test, as a `Once`).
+static GLOBAL_TRACE: Once<alloc::sync::Arc<TraceArray>> = Once::new();
+static GLOBAL_TRACE_PTR: core::sync::atomic::AtomicPtr<TraceArray> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
 
 /// The top-level trace array (None before boot creates it).
 #[inline(always)]
 pub fn global_trace() -> Option<&'static TraceArray> {
-    GLOBAL_TRACE.get()
+    let p = GLOBAL_TRACE_PTR.load(Ordering::Acquire);
+    // SAFETY: set once at boot to the Arc kept in GLOBAL_TRACE forever.
+    unsafe { p.as_ref() }
+}
+
+/// The top-level trace array as the `Arc` its files hold.
+pub fn global_trace_arc() -> Option<alloc::sync::Arc<TraceArray>> {
+    GLOBAL_TRACE.get().cloned()
 }
 
 /// The clocks of `trace_clock`, in the order of Linux's `trace_clocks[]`
@@ -59,17 +162,21 @@ const CLOCK_X86_TSC: u8 = 9;
 static TRACE_CLOCK: AtomicU8 = AtomicU8::new(0);
 static TRACE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The current trace clock (Linux: tr->clock). `counter` is a global atomic
-/// counter, `uptime` counts timer ticks (jiffies), `x86-tsc` is the raw
-/// TSC; every other clock is the TSC in nanoseconds here: the TSCs of QEMU's
-/// CPUs are synchronised, so `local` and `global` agree, and with no
+/// The top level's trace clock (Linux: tr->clock). `counter` is a global
+/// atomic counter, `uptime` counts timer ticks (jiffies), `x86-tsc` is the
+/// raw TSC; every other clock is the TSC in nanoseconds here: the TSCs of
+/// QEMU's CPUs are synchronised, so `local` and `global` agree, and with no
 /// wall-clock time `tai` and `boot` equal `mono`.
 ///
 /// The default clock, `local` (index 0), is tested first and the others
 /// are out of line: one compare on the hot path.
 #[inline(always)]
 pub fn trace_clock() -> u64 {
-    let clock = TRACE_CLOCK.load(Ordering::Relaxed);
+    clock_read(TRACE_CLOCK.load(Ordering::Relaxed))
+}
+
+#[inline(always)]
+fn clock_read(clock: u8) -> u64 {
     if clock != 0 {
         return trace_clock_other(clock);
     }
@@ -87,33 +194,15 @@ fn trace_clock_other(clock: u8) -> u64 {
     }
 }
 
-/// True if the current clock counts nanoseconds (timestamps print as s.us;
-/// Linux's `trace_clocks[].in_ns`).
+/// True if a clock counts nanoseconds (timestamps print as s.us; Linux's
+/// `trace_clocks[].in_ns`).
+fn clock_in_ns(clock: u8) -> bool {
+    !matches!(clock, CLOCK_COUNTER | CLOCK_UPTIME | CLOCK_X86_TSC)
+}
+
+/// True if the top level's clock counts nanoseconds.
 pub fn trace_clock_in_ns() -> bool {
-    !matches!(
-        TRACE_CLOCK.load(Ordering::Relaxed),
-        CLOCK_COUNTER | CLOCK_UPTIME | CLOCK_X86_TSC
-    )
-}
-
-/// Selects a clock by name (Linux: `tracing_set_clock`): EINVAL for an
-/// unknown name; the buffer is cleared, even when the clock stays the same,
-/// because old and new time stamps cannot be compared.
-pub fn set_trace_clock(name: &str) -> Result<(), crate::fs::Errno> {
-    let i = TRACE_CLOCKS
-        .iter()
-        .position(|c| *c == name)
-        .ok_or(crate::fs::Errno::EINVAL)?;
-    TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
-    if let Some(tr) = global_trace() {
-        tr.buffer.reset();
-    }
-    Ok(())
-}
-
-/// The current clock's index in [`TRACE_CLOCKS`].
-pub fn trace_clock_index() -> usize {
-    TRACE_CLOCK.load(Ordering::Relaxed) as usize
+    clock_in_ns(TRACE_CLOCK.load(Ordering::Relaxed))
 }
 
 /// Samples the context of the event being recorded (Linux:
@@ -211,7 +300,7 @@ pub fn trace_buffer_write(tr: &TraceArray, len: usize, fill: impl FnOnce(&mut [u
 /// which saves a memset per event on the function tracer's hot path.
 #[inline(always)]
 pub fn trace_buffer_write_full(tr: &TraceArray, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
-    trace_buffer_write_at(tr, trace_clock(), len, fill)
+    trace_buffer_write_at(tr, tr.trace_clock(), len, fill)
 }
 
 /// As [`trace_buffer_write_full`], with a time stamp `ts` the caller has
@@ -376,9 +465,9 @@ impl TaskNames for TaskTable {
     }
 }
 
-/// Which printer the current tracer uses.
-pub fn current_tracer_kind() -> TracerKind {
-    TracerKind::from_name(control::current_tracer().name).unwrap_or(TracerKind::Nop)
+/// Which printer the current tracer of `tr` uses.
+pub fn current_tracer_kind(tr: &TraceArray) -> TracerKind {
+    TracerKind::from_name(tr.current_tracer().name).unwrap_or(TracerKind::Nop)
 }
 
 /// The records of one CPU of the ring buffer for `trace` (Linux: a
@@ -446,13 +535,13 @@ fn output_config<'a>(
 ) -> OutputConfig<'a> {
     let mut cfg = OutputConfig::new(options, kind, &KernelSymbols, tasks, tr.nr_cpus as u32);
     cfg.irqentry = crate::arch::irq::irqentry_text();
-    cfg.time_in_ns = trace_clock_in_ns();
+    cfg.time_in_ns = tr.trace_clock_in_ns();
     cfg
 }
 
 /// The state of a `trace` or `trace_pipe` file opened while `tracer` is
 /// current: its printer (Linux's `tracer->open`), if it has one.
-fn open_iter(tr: &TraceArray, tracer: &control::Tracer, overruns: bool) -> IterState {
+pub fn open_iter(tr: &TraceArray, tracer: &control::Tracer, overruns: bool) -> IterState {
     let output = tracer.output.map(|open| open(tr.nr_cpus));
     IterState::new(tr.nr_cpus, overruns, output)
 }
@@ -512,9 +601,9 @@ pub fn print_trace(
 pub fn print_trace_events(tr: &TraceArray, out: &mut TraceSeq) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
+    let cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
     let overruns = (0..tr.nr_cpus).any(|c| tr.buffer.overrun_cpu(c) != 0);
-    let state = open_iter(tr, control::current_tracer(), overruns);
+    let state = open_iter(tr, tr.current_tracer(), overruns);
     let mut src = Merger::from_readers((0..tr.nr_cpus).map(|c| iter_reader(tr, Some(c))).collect());
     TraceIter::resume(cfg, state).print_all(&mut src, out);
 }
@@ -532,7 +621,7 @@ pub fn read_pipe(
 ) {
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
-    let cfg = output_config(tr, current_tracer_kind(), &options, &tasks);
+    let cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
     let mut src = Merger::from_readers(
         (0..tr.nr_cpus)
             .map(|c| ConsumingReader {
@@ -549,83 +638,30 @@ pub fn read_pipe(
     *state = it.into_state();
 }
 
-struct GlobalBuffer;
-
-impl TraceBuffer for GlobalBuffer {
-    fn reset(&self) {
-        if let Some(tr) = global_trace() {
-            tr.buffer.reset();
-        }
-    }
-    fn print_trace(&self, tracer: &control::Tracer, out: &mut TraceSeq) {
-        if let Some(tr) = global_trace() {
-            print_trace(tr, tracer, None, out);
-        }
-    }
-    fn is_empty(&self) -> bool {
-        global_trace().is_none_or(|tr| tr.buffer.is_empty())
-    }
-    fn is_empty_cpu(&self, cpu: usize) -> bool {
-        global_trace().is_none_or(|tr| tr.buffer.empty_cpu(cpu))
-    }
-    fn open_pipe(&self, tracer: &control::Tracer) -> IterState {
-        match global_trace() {
-            Some(tr) => open_iter(tr, tracer, false),
-            None => IterState::new(0, false, None),
-        }
-    }
-    fn read_pipe(
-        &self,
-        state: &mut IterState,
-        cpu: Option<usize>,
-        out: &mut TraceSeq,
-        limit: usize,
-    ) {
-        if let Some(tr) = global_trace() {
-            read_pipe(tr, state, cpu, out, limit);
-        }
-    }
-    fn iter_open(&self) {
-        if let Some(tr) = global_trace() {
-            trace_iter_open(tr);
-        }
-    }
-    fn iter_release(&self) {
-        if let Some(tr) = global_trace() {
-            trace_iter_release(tr);
-        }
-    }
-}
-
-static GLOBAL_BUFFER: GlobalBuffer = GlobalBuffer;
-
-/// Creates the global trace array and hooks it to the tracefs files.
+/// Creates the top-level trace array (Linux: `global_trace`, set up by
+/// `tracer_alloc_buffers`).
 pub fn init() {
-    let nr = arch::nr_cpus();
-    let tr = GLOBAL_TRACE.call_once(|| TraceArray {
-        buffer: RingBuffer::new(nr, TRACE_BUF_SIZE_DEFAULT)
-            .expect("no memory for the trace buffer"),
-        options: Mutex::new(TraceOptions::new()),
-        nr_cpus: nr,
-        stop_count: Mutex::new(0),
+    let tr = GLOBAL_TRACE.call_once(|| {
+        alloc::sync::Arc::new(
+            TraceArray::new("", TRACE_BUF_SIZE_DEFAULT).expect("no memory for the trace buffer"),
+        )
     });
-    let _ = tr;
+    GLOBAL_TRACE_PTR.store(
+        alloc::sync::Arc::as_ptr(tr) as *mut TraceArray,
+        Ordering::Release,
+    );
     // The hot paths' header word must be the one the printer decodes.
     if let Err((word, want)) = check_trace_entry_word() {
         panic!("trace_entry_word {word:#x} differs from trace_entry {want:#x}");
     }
-    control::set_trace_buffer(&GLOBAL_BUFFER);
-    control::set_record_switch(set_recording);
 }
 
-/// The global buffer's `ring_buffer_record_on`/`off`, for `tracing_on`.
-fn set_recording(on: bool) {
-    if let Some(tr) = global_trace() {
-        if on {
-            tr.buffer.record_on();
-        } else {
-            tr.buffer.record_off();
-        }
+/// `ring_buffer_record_on`/`off` of `tr`'s buffer, for `tracing_on`.
+pub fn set_recording(tr: &TraceArray, on: bool) {
+    if on {
+        tr.buffer.record_on();
+    } else {
+        tr.buffer.record_off();
     }
 }
 
@@ -633,7 +669,7 @@ fn set_recording(on: bool) {
 /// on it and refresh their copies of their options (the function and
 /// function_graph tracers register here; the trace array does not import
 /// them).
-pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&tracer::options::OptionChange)> =
+pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&TraceArray, &tracer::options::OptionChange)> =
     crate::hook::Hook::new();
 
 /// Applies side effects of an option change (Linux: set_tracer_flag).
@@ -643,49 +679,49 @@ fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
         tr.buffer.set_overwrite(change.enabled);
     }
     for probe in OPTIONS_CHANGED.probes() {
-        probe(change);
+        probe(tr, change);
     }
 }
 
-/// `trace_options` and the `options/` directory (Linux: trace_options_fops,
-/// create_trace_options_dir).
-pub fn init_options_files(root: &crate::fs::tracefs::Dentry) -> Result<(), crate::fs::Errno> {
+/// `trace_options` and the `options/` directory of `tr` (Linux:
+/// trace_options_fops, create_trace_options_dir).
+pub fn init_options_files(
+    tr: &alloc::sync::Arc<TraceArray>,
+    dir: &crate::fs::tracefs::Dentry,
+) -> Result<(), crate::fs::Errno> {
     use crate::fs::tracefs::{self, TRACE_MODE_WRITE};
+    let (t1, t2) = (tr.clone(), tr.clone());
     tracefs::create_show_store(
-        root,
+        dir,
         "trace_options",
         TRACE_MODE_WRITE,
-        || {
-            global_trace()
-                .map(|tr| tr.options.lock().trace_options_text(current_tracer_kind()))
-                .unwrap_or_default()
-        },
-        Some(|text: &str| {
-            let tr = global_trace().ok_or(crate::fs::Errno::ENODEV)?;
-            let change = tr
+        move || t1.options.lock().trace_options_text(current_tracer_kind(&t1)),
+        Some(move |text: &str| {
+            let change = t2
                 .options
                 .lock()
-                .write_trace_options(current_tracer_kind(), text.as_bytes())?;
-            option_changed(tr, &change);
+                .write_trace_options(current_tracer_kind(&t2), text.as_bytes())?;
+            option_changed(&t2, &change);
             Ok(())
         }),
     )?;
-    let dir = tracefs::create_dir(root, "options")?;
+    let options = tracefs::create_dir(dir, "options")?;
     for name in TraceOptions::option_files() {
+        let (t1, t2) = (tr.clone(), tr.clone());
         tracefs::create_show_store(
-            &dir,
+            &options,
             name,
             TRACE_MODE_WRITE,
             move || {
-                global_trace()
-                    .and_then(|tr| tr.options.lock().read_option_file(name).ok())
+                t1.options
+                    .lock()
+                    .read_option_file(name)
                     .map(String::from)
                     .unwrap_or_default()
             },
             Some(move |text: &str| {
-                let tr = global_trace().ok_or(crate::fs::Errno::ENODEV)?;
-                let change = tr.options.lock().write_option_file(name, text.as_bytes())?;
-                option_changed(tr, &change);
+                let change = t2.options.lock().write_option_file(name, text.as_bytes())?;
+                option_changed(&t2, &change);
                 Ok(())
             }),
         )?;
