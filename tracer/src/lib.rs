@@ -30,5 +30,7 @@ pub mod output;
 pub mod printk;
 pub mod repeats;
 pub mod ring_buffer;
+#[forbid(unsafe_code)]
+pub mod snapshot;
 pub mod trace_events;
 pub mod tracepoint;

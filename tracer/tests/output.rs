@@ -968,3 +968,88 @@ fn func_no_repeats_record() {
         "            bash-1994    [000] .....  3082.063032: mutex_unlock <-rb_simple_write (repeats: 3, last_ts:  3082.063030)\n"
     );
 }
+
+/// An empty `snapshot` file, as Linux 6.1 prints it (captured from its
+/// `cat snapshot` and `cat per_cpu/cpu0/snapshot`; the per-CPU `echo 1`
+/// line is the one of kernels built with CONFIG_RING_BUFFER_ALLOW_SWAP).
+#[test]
+fn snapshot_file_help_when_empty() {
+    use tracer::output::header::SnapshotHelp;
+    let (s, _) = Syms::layout(&["f"]);
+    let t = Tasks::with(&[(1, "init")]);
+    let o = opts();
+    let render = |tracer: Tracer, recs: Vec<TraceRecord>, help: SnapshotHelp| {
+        let mut m = Merger::new(vec![recs.into_iter()]);
+        let mut out = TraceSeq::new();
+        let stats = BufferStats {
+            entries: 1,
+            written: 1,
+            online_cpus: 1,
+        };
+        tracer::output::write_snapshot_file(
+            &mut out,
+            cfg(&o, tracer, &s, &t, 1),
+            None,
+            &stats,
+            &Default::default(),
+            &mut m,
+            1,
+            false,
+            help,
+        );
+        out.as_str().unwrap().to_string()
+    };
+    let main_help = "# Snapshot commands:\n\
+        # echo 0 > snapshot : Clears and frees snapshot buffer\n\
+        # echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n\
+        #                      Takes a snapshot of the main buffer.\n\
+        # echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)\n\
+        #                      (Doesn't have to be '2' works with any number that\n\
+        #                       is not a '0' or '1')\n";
+    let help = |allocated, per_cpu| SnapshotHelp { allocated, per_cpu };
+    assert_eq!(
+        render(Tracer::Nop, vec![], help(false, false)),
+        format!("# tracer: nop\n#\n#\n# * Snapshot is freed *\n#\n{main_help}")
+    );
+    assert_eq!(
+        render(Tracer::Function, vec![], help(true, false)),
+        format!("# tracer: function\n#\n#\n# * Snapshot is allocated *\n#\n{main_help}")
+    );
+    assert_eq!(
+        render(Tracer::Nop, vec![], help(true, true)),
+        "# tracer: nop\n\
+         #\n\
+         #\n\
+         # * Snapshot is allocated *\n\
+         #\n\
+         # Snapshot commands:\n\
+         # echo 0 > snapshot : Invalid for per_cpu snapshot file.\n\
+         # echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n\
+         #                      Takes a snapshot of the main buffer for this cpu.\n\
+         # echo 2 > snapshot : Clears this cpu's snapshot buffer (but does not allocate)\n\
+         #                      (Doesn't have to be '2' works with any number that\n\
+         #                       is not a '0' or '1')\n"
+    );
+    // With events, the `trace` file's text.
+    let rec = || vec![fn_rec(1000, hdr(1, 0, 0), s.addr("f"), 0)];
+    let snap = render(Tracer::Function, rec(), help(true, false));
+    let mut m = Merger::new(vec![rec().into_iter()]);
+    let mut out = TraceSeq::new();
+    let stats = BufferStats {
+        entries: 1,
+        written: 1,
+        online_cpus: 1,
+    };
+    tracer::output::write_trace_file(
+        &mut out,
+        cfg(&o, Tracer::Function, &s, &t, 1),
+        None,
+        &stats,
+        &Default::default(),
+        &mut m,
+        1,
+        false,
+    );
+    assert_eq!(snap, out.as_str().unwrap());
+    assert!(snap.ends_with(": f\n") && !snap.contains("Snapshot"));
+}

@@ -3,7 +3,8 @@
 //! `print_func_help_header[_irq]()`, `print_trace_header()`,
 //! `print_lat_help_header()`). A tracer with its own header (Linux's
 //! `print_header` hook) prints it instead; the
-//! latency banner [`print_trace_header`] is shared.
+//! latency banner [`print_trace_header`] is shared. An empty `snapshot`
+//! file shows [`print_snapshot_help`] instead.
 //!
 //! `trace_pipe` prints no header at all.
 
@@ -204,4 +205,48 @@ pub fn trace_default_header(
             print_func_help_header(out, stats, tgid);
         }
     }
+}
+
+/// Which `snapshot` file is read and the state of the spare buffer, for
+/// [`print_snapshot_help`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotHelp {
+    /// The spare buffer is allocated (Linux: `tr->allocated_snapshot`).
+    pub allocated: bool,
+    /// `per_cpu/cpuN/snapshot` rather than the top `snapshot`.
+    pub per_cpu: bool,
+}
+
+/// `print_snapshot_help()`: what an empty `snapshot` file shows after the
+/// `# tracer:` lines, instead of the column header. The per-CPU text is
+/// Linux's with `CONFIG_RING_BUFFER_ALLOW_SWAP` (a CPU's buffer can be
+/// swapped alone).
+pub fn print_snapshot_help(out: &mut TraceSeq, help: SnapshotHelp) {
+    out.push_str(if help.allocated {
+        "#\n# * Snapshot is allocated *\n#\n"
+    } else {
+        "#\n# * Snapshot is freed *\n#\n"
+    });
+    out.push_str("# Snapshot commands:\n");
+    if help.per_cpu {
+        out.push_str("# echo 0 > snapshot : Invalid for per_cpu snapshot file.\n");
+        out.push_str(
+            "# echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n\
+             #                      Takes a snapshot of the main buffer for this cpu.\n",
+        );
+        out.push_str(
+            "# echo 2 > snapshot : Clears this cpu's snapshot buffer (but does not allocate)\n",
+        );
+    } else {
+        out.push_str(
+            "# echo 0 > snapshot : Clears and frees snapshot buffer\n\
+             # echo 1 > snapshot : Allocates snapshot buffer, if not already allocated.\n\
+             #                      Takes a snapshot of the main buffer.\n\
+             # echo 2 > snapshot : Clears snapshot buffer (but does not allocate or free)\n",
+        );
+    }
+    out.push_str(
+        "#                      (Doesn't have to be '2' works with any number that\n\
+         #                       is not a '0' or '1')\n",
+    );
 }

@@ -420,6 +420,30 @@ fn put_hex_field(out: &mut TraceSeq, le: &[u8]) {
     out.push(' ');
 }
 
+/// The `snapshot` file (`per_cpu/cpuN/snapshot` with `help.per_cpu`): the
+/// `trace` file of the spare buffer, except that when `src` is empty the
+/// `# tracer:` lines are followed by Linux's help text instead of the column
+/// header (Linux's `s_show` with `iter->snapshot && trace_empty(iter)`).
+#[allow(clippy::too_many_arguments)]
+pub fn write_snapshot_file(
+    out: &mut TraceSeq,
+    cfg: OutputConfig<'_>,
+    tracer: Option<Box<dyn TracerOutput>>,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+    src: &mut dyn EventSource,
+    nr_cpus: usize,
+    overruns: bool,
+    help: header::SnapshotHelp,
+) {
+    if src.peek_next_ts().is_some() {
+        return write_trace_file(out, cfg, tracer, stats, lat, src, nr_cpus, overruns);
+    }
+    let _ = writeln!(out, "# tracer: {}", cfg.tracer.name());
+    out.push_str("#\n");
+    header::print_snapshot_help(out, help);
+}
+
 /// The whole `trace` file: the header, then every event of `src` in time
 /// order, printed by `tracer` (the current tracer's printer, if it has one)
 /// and the default printer. `overruns` enables the `annotate` lines.
