@@ -31,6 +31,7 @@ Commands:
   ps                       list tasks
   cpus                     list CPUs
   meminfo                  heap use (total, used, free)
+  exec N<FILE, exec N<&-   keep FILE open as descriptor N (3-9) between commands, close it
   sleep SECONDS            sleep (fractions allowed)
   work files|sleep|compute N, work all SECONDS   workloads on every CPU
   poweroff                 stop the machine
@@ -77,6 +78,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "ps" => ps(out),
         "cpus" => cpus(out),
         "meminfo" => meminfo(out),
+        "exec" => exec(args),
         "sleep" => sleep(args),
         "poweroff" => crate::arch::exit_qemu(0),
         "exit" => exit(args),
@@ -515,6 +517,49 @@ fn ps(out: &mut Output) {
         ));
     }
     out.emit_str("ps", &text);
+}
+
+/// Files the shell keeps open between commands (`exec 3<FILE`), by
+/// descriptor number.
+static SHELL_FDS: spin::Mutex<alloc::collections::BTreeMap<u32, vfs::File>> =
+    spin::Mutex::new(alloc::collections::BTreeMap::new());
+
+/// `exec N<FILE` opens FILE for reading and keeps it open as descriptor N
+/// (3 to 9) until `exec N<&-` closes it, as sh's `exec` redirections do;
+/// e.g. to hold `trace_pipe` open while another command runs. The other
+/// forms of `exec` are not supported.
+fn exec(args: &[String]) {
+    let [arg] = args else {
+        println!("sh: exec: usage: exec N<FILE | exec N<&-");
+        return;
+    };
+    let Some((fd, target)) = arg.split_once('<') else {
+        println!("sh: exec: usage: exec N<FILE | exec N<&-");
+        return;
+    };
+    let Some(fd) = fd.parse::<u32>().ok().filter(|n| (3..=9).contains(n)) else {
+        println!("sh: exec: {fd}: bad file descriptor number");
+        return;
+    };
+    if target == "&-" {
+        // Taken out of the table first: closing may block or print.
+        let file = SHELL_FDS.lock().remove(&fd);
+        if let Some(mut file) = file {
+            if let Err(e) = file.close() {
+                println!("sh: exec: close: {e}");
+            }
+        }
+        return;
+    }
+    match vfs::open(target, OpenFlags::O_RDONLY) {
+        Ok(file) => {
+            let old = SHELL_FDS.lock().insert(fd, file);
+            if let Some(mut old) = old {
+                let _ = old.close();
+            }
+        }
+        Err(e) => println!("sh: can't open '{target}': {e}"),
+    }
 }
 
 /// Heap use, in /proc/meminfo's layout (this kernel's memory is its heap:
