@@ -119,5 +119,9 @@ pub fn instances() -> Vec<Arc<TraceArray>> {
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     let dir = tracefs::create_instance_dir(root, "instances", Arc::new(Instances))?;
     INSTANCES_DIR.call_once(|| dir);
+    control::readme_add(
+        "  instances\t\t- Make sub-buffers with: mkdir instances/foo\n\
+         \t\t\t  Remove sub-buffer with rmdir\n",
+    );
     Ok(())
 }
