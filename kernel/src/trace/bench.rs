@@ -720,6 +720,10 @@ fn event_switch_leaf(a: u64, b: u64) -> u64 {
 /// records of the bench's two tasks on this CPU.
 fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
     use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
+    let file = tr
+        .events
+        .file_of(&SCHED_SWITCH)
+        .ok_or_else(|| String::from("no sched_switch event file"))?;
     // The switch is the running task to itself, a live task as the
     // scheduler's probes expect; but none may be registered (function_graph's
     // sleep time, the event pid filter): they would act on it.
@@ -731,7 +735,7 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
     let pid = crate::sched::current_pid() as i32;
     crate::sched::preempt_disable();
     let off = call_cost(event_switch_leaf, &mut || {});
-    let r = trace_event_enable_disable(&SCHED_SWITCH, true)
+    let r = trace_event_enable_disable(file, true)
         .map_err(|e| format!("enable sched_switch: {:?}", e))
         .and_then(|_| {
             let on = call_cost(event_switch_leaf, &mut || tr.buffer.reset());
@@ -757,7 +761,7 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
                 Ok((on.saturating_sub(off), N))
             }
         });
-    let _ = trace_event_enable_disable(&SCHED_SWITCH, false);
+    let _ = trace_event_enable_disable(file, false);
     crate::sched::preempt_enable();
     tr.buffer.reset();
     r

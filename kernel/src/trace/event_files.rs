@@ -7,7 +7,7 @@
 //!
 //! What a write means is decided by `tracer::trace_events::set_event`
 //! (host-tested); this file applies it to the events of
-//! [`super::events`] and creates the files:
+//! one trace array ([`super::events::TrEvents`]) and creates its files:
 //! - `set_event`: reads the enabled events as `system:event`; a write
 //!   enables (or with `!` disables) the events its tokens name, in order,
 //!   and stops with `EINVAL` at the first token that names none, the
@@ -31,6 +31,7 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeSet;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use tracer::filter::PidFilter;
@@ -40,20 +41,20 @@ use tracer::trace_events::set_event::{
 };
 
 use super::event_pid::{self, Which};
-use super::events::{
-    event_mutex, flags, ftrace_event_enable_disable_locked, trace_event_files, TraceEventFile,
-};
+use super::events::{event_mutex, ftrace_event_enable_disable_locked, TraceEventFile};
+use super::trace::TraceArray;
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
-/// The events that `set_event` and the `enable` files act on, with their
-/// `(system, name)` in the same order (Linux: `tr->events`, leaving out
-/// the `ftrace` system's internal events, which cannot be enabled).
-fn enableable() -> (
-    Vec<&'static TraceEventFile>,
-    Vec<(&'static str, &'static str)>,
-) {
-    let files: Vec<_> = trace_event_files()
+/// The events of `tr` that `set_event` and the `enable` files act on,
+/// with their `(system, name)` in the same order (Linux: `tr->events`,
+/// leaving out the `ftrace` system's internal events, which cannot be
+/// enabled).
+fn enableable(tr: &TraceArray) -> (Vec<&TraceEventFile>, Vec<(&'static str, &'static str)>) {
+    let files: Vec<_> = tr
+        .events
+        .files()
+        .iter()
         .filter(|f| f.call.system != "ftrace")
         .collect();
     let names = files.iter().map(|f| (f.call.system, f.call.name)).collect();
@@ -63,7 +64,7 @@ fn enableable() -> (
 /// Switches `files[i]` for each `(i, enable)` in order, under the event
 /// mutex. Stops at the first event that cannot be switched and returns
 /// its error (the changes before it stay, as for a bad token).
-fn apply(files: &[&'static TraceEventFile], changes: &[(usize, bool)]) -> Result<(), Errno> {
+fn apply(files: &[&TraceEventFile], changes: &[(usize, bool)]) -> Result<(), Errno> {
     let guard = event_mutex();
     for &(i, enable) in changes {
         ftrace_event_enable_disable_locked(&guard, files[i], enable)?;
@@ -71,10 +72,14 @@ fn apply(files: &[&'static TraceEventFile], changes: &[(usize, bool)]) -> Result
     Ok(())
 }
 
-/// Switches every event `pick` selects; tries them all and returns the
-/// first error (Linux: `__ftrace_set_clr_event_nolock`).
-fn set_clr_all(pick: impl Fn(&TraceEventFile) -> bool, enable: bool) -> Result<(), Errno> {
-    let (files, _) = enableable();
+/// Switches every event of `tr` that `pick` selects; tries them all and
+/// returns the first error (Linux: `__ftrace_set_clr_event_nolock`).
+fn set_clr_all(
+    tr: &TraceArray,
+    pick: impl Fn(&TraceEventFile) -> bool,
+    enable: bool,
+) -> Result<(), Errno> {
+    let (files, _) = enableable(tr);
     let guard = event_mutex();
     let mut first = Ok(());
     for f in files.into_iter().filter(|f| pick(f)) {
@@ -86,9 +91,9 @@ fn set_clr_all(pick: impl Fn(&TraceEventFile) -> bool, enable: bool) -> Result<(
     first
 }
 
-/// A write to `set_event`.
-fn set_event_store(buf: &[u8]) -> Result<usize, Errno> {
-    let (files, names) = enableable();
+/// A write to `set_event` of `tr`.
+fn set_event_store(tr: &TraceArray, buf: &[u8]) -> Result<usize, Errno> {
+    let (files, names) = enableable(tr);
     let w = set_event_write(buf, &names);
     apply(&files, &w.changes)?;
     match w.error {
@@ -97,63 +102,64 @@ fn set_event_store(buf: &[u8]) -> Result<usize, Errno> {
     }
 }
 
-fn set_event_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+fn set_event_open(tr: &Arc<TraceArray>, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
         // `>`: every event off first (Linux: ftrace_clear_events at open).
-        let _ = set_clr_all(|_| true, false);
+        let _ = set_clr_all(tr, |_| true, false);
     }
-    let (files, names) = enableable();
+    let (files, names) = enableable(tr);
     let text = set_event_text(&names, |i| files[i].is_enabled());
-    Ok(Box::new(SeqFile::new(text).with_write(set_event_store)))
+    let tr = tr.clone();
+    Ok(Box::new(
+        SeqFile::new(text).with_write(move |buf| set_event_store(&tr, buf)),
+    ))
 }
 
-/// `events/enable` (`system` None) or `events/SYSTEM/enable`.
-fn system_enable_open(system: Option<&'static str>) -> Result<Box<dyn OpenFile>, Errno> {
+/// `events/enable` (`system` None) or `events/SYSTEM/enable` of `tr`.
+fn system_enable_open(
+    tr: &Arc<TraceArray>,
+    system: Option<&'static str>,
+) -> Result<Box<dyn OpenFile>, Errno> {
     let in_system = move |f: &TraceEventFile| system.is_none_or(|s| f.call.system == s);
-    let (files, _) = enableable();
+    let (files, _) = enableable(tr);
     let text = system_enable_text(
         files
             .iter()
             .filter(|f| in_system(f))
             .map(|f| f.is_enabled()),
     );
+    let tr = tr.clone();
     let file = SeqFile::new(text).with_write(move |buf| {
         let enable = parse_enable(buf)?;
-        set_clr_all(in_system, enable)?;
+        set_clr_all(&tr, in_system, enable)?;
         Ok(buf.len())
     });
     Ok(Box::new(file))
 }
 
-/// Sets or clears every event's PID_FILTER flag (Linux sets it on every
-/// write to a pid file and clears it when no list is left).
-fn pid_filter_flags(on: bool) {
-    for f in trace_event_files() {
-        if on {
-            f.set_flags(flags::PID_FILTER);
-        } else {
-            f.clear_flags(flags::PID_FILTER);
-        }
-    }
-}
-
-/// A write to a pid file (Linux: `event_pid_write`): the list so far plus
-/// the pids written, installed at once; a bad write changes nothing.
-fn pid_store(which: Which, buf: &[u8]) -> Result<usize, Errno> {
-    let mut list = event_pid::pid_list(which);
+/// A write to a pid file of `tr` (Linux: `event_pid_write`): the list so
+/// far plus the pids written, installed at once; a bad write changes
+/// nothing.
+fn pid_store(tr: &TraceArray, which: Which, buf: &[u8]) -> Result<usize, Errno> {
+    let mut list = event_pid::pid_list(tr, which);
     list.write(false, buf)?;
-    event_pid::install(which, list, pid_filter_flags)?;
+    event_pid::install(tr, which, list)?;
     Ok(buf.len())
 }
 
-/// `set_event_pid` or `set_event_notrace_pid`.
-fn pid_file_open(which: Which, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+/// `set_event_pid` or `set_event_notrace_pid` of `tr`.
+fn pid_file_open(
+    tr: &Arc<TraceArray>,
+    which: Which,
+    flags: OpenFlags,
+) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
         // `>`: the list goes at open (Linux: ftrace_clear_event_pids).
-        event_pid::install(which, PidFilter::new(), pid_filter_flags)?;
+        event_pid::install(tr, which, PidFilter::new())?;
     }
-    let text = event_pid_text(&event_pid::pid_list(which));
-    let file = SeqFile::new(text).with_write(move |buf| pid_store(which, buf));
+    let text = event_pid_text(&event_pid::pid_list(tr, which));
+    let tr = tr.clone();
+    let file = SeqFile::new(text).with_write(move |buf| pid_store(&tr, which, buf));
     Ok(Box::new(file))
 }
 
@@ -171,45 +177,47 @@ fn fixed_file(
     })
 }
 
-/// Creates `set_event`, the `enable` files of `events/` and its systems,
-/// the `filter` and `trigger` files, and the pid files. Runs after
-/// [`super::events::init`] made `events/SYSTEM/EVENT/`.
-pub fn init(root: &Dentry) -> Result<(), Errno> {
-    tracefs::create_file(root, "set_event", TRACE_MODE_WRITE, set_event_open)?;
-    tracefs::create_file(root, "set_event_pid", TRACE_MODE_WRITE, |f| {
-        pid_file_open(Which::Pids, f)
+/// Creates, in `tr`'s directory `dir`, `set_event`, the pid files, the
+/// `enable` files of `events/` and its systems, and the `filter` and
+/// `trigger` files. Run by [`super::events::init_tr`] after it made
+/// `events/SYSTEM/EVENT/`.
+pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
+    let t = tr.clone();
+    tracefs::create_file(dir, "set_event", TRACE_MODE_WRITE, move |f| {
+        set_event_open(&t, f)
     })?;
-    tracefs::create_file(root, "set_event_notrace_pid", TRACE_MODE_WRITE, |f| {
-        pid_file_open(Which::NoPids, f)
+    let t = tr.clone();
+    tracefs::create_file(dir, "set_event_pid", TRACE_MODE_WRITE, move |f| {
+        pid_file_open(&t, Which::Pids, f)
     })?;
-    event_pid::init()?;
-    let events = tracefs::get_or_create_dir(root, "events")?;
-    tracefs::create_file(&events, "enable", TRACE_MODE_WRITE, |_| {
-        system_enable_open(None)
+    let t = tr.clone();
+    tracefs::create_file(dir, "set_event_notrace_pid", TRACE_MODE_WRITE, move |f| {
+        pid_file_open(&t, Which::NoPids, f)
+    })?;
+    let events = tracefs::get_or_create_dir(dir, "events")?;
+    let t = tr.clone();
+    tracefs::create_file(&events, "enable", TRACE_MODE_WRITE, move |_| {
+        system_enable_open(&t, None)
     })?;
     let mut systems = BTreeSet::new();
-    for file in trace_event_files() {
+    for file in tr.events.files() {
         let (system, name) = (file.call.system, file.call.name);
         let sys = tracefs::get_or_create_dir(&events, system)?;
-        let dir = tracefs::get_or_create_dir(&sys, name)?;
+        let d = tracefs::get_or_create_dir(&sys, name)?;
         if system == "ftrace" {
             continue;
         }
         fixed_file(
-            &dir,
+            &d,
             "filter",
             || set_event::EVENT_FILTER_NONE.into(),
             filter_write,
         )?;
-        fixed_file(
-            &dir,
-            "trigger",
-            set_event::trigger_text_empty,
-            trigger_write,
-        )?;
+        fixed_file(&d, "trigger", set_event::trigger_text_empty, trigger_write)?;
         if systems.insert(system) {
+            let t = tr.clone();
             tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {
-                system_enable_open(Some(system))
+                system_enable_open(&t, Some(system))
             })?;
             fixed_file(
                 &sys,

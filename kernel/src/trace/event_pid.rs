@@ -4,9 +4,12 @@
 //! `event_filter_pid_sched_*_probe_pre/post` probes, `ignore_task_cpu()`,
 //! `trace_event_follow_fork()`).
 //!
+//! Every trace array has its own lists and flags ([`TrEventPid`], in its
+//! `events`), and its own scheduler probes, whose data is that state.
+//!
 //! An event probe must decide in a few instructions whether the current
 //! task is filtered out, so the decision is made ahead of time, per CPU:
-//! [`IGNORE_PID`] says whether the task running on a CPU is to be ignored.
+//! the array's `ignore_pid` says whether the task running on a CPU is to be ignored.
 //! The probe reads it ([`trace_event_ignore_this_pid`], only for events
 //! whose `PID_FILTER` flag is set, which every event has while a list is
 //! set). It is kept current by probes on the scheduler's tracepoints,
@@ -40,6 +43,8 @@ use tracer::filter::PidFilter;
 use tracer::trace_events::set_event::{EventPidLists, PidLists, PidSlots};
 use tracer::trace_events::TaskInfo;
 
+use super::events::{flags, TraceEventFile};
+use super::trace::TraceArray;
 use crate::arch::{self, percpu};
 use crate::events::sched;
 use crate::fs::Errno;
@@ -47,79 +52,126 @@ use crate::fs::Errno;
 /// Pids each list can hold.
 pub const MAX_EVENT_PIDS: usize = 64;
 
-/// The lists as edited by the files and by `event-fork` (the probes read
-/// [`PIDS`] and [`NO_PIDS`]). Taken with interrupts off, so that the fork
-/// probe cannot spin on it while the holder is preempted on its CPU.
-static LISTS: Mutex<EventPidLists> = Mutex::new(EventPidLists::new());
-static PIDS: PidSlots<MAX_EVENT_PIDS> = PidSlots::new();
-static NO_PIDS: PidSlots<MAX_EVENT_PIDS> = PidSlots::new();
+/// The pid filter of one trace array (Linux: `tr->filtered_pids`,
+/// `tr->filtered_no_pids` and the per-CPU `ignore_pid`). Its address is
+/// the data of the array's scheduler probes.
+pub struct TrEventPid {
+    /// The lists as edited by the files and by `event-fork` (the probes
+    /// read `pids` and `no_pids`). Taken with interrupts off, so that the
+    /// fork probe cannot spin on it while the holder is preempted on its
+    /// CPU.
+    lists: Mutex<EventPidLists>,
+    pids: PidSlots<MAX_EVENT_PIDS>,
+    no_pids: PidSlots<MAX_EVENT_PIDS>,
+    /// Whether the task running on each CPU is filtered out (Linux:
+    /// `tr->array_buffer.data->ignore_pid`, a per-CPU bool).
+    ignore_pid: [AtomicBool; percpu::MAX_CPUS],
+    /// Serializes writers of the lists with the probe registration; holds
+    /// whether the `event-fork` probes are registered.
+    write: Mutex<bool>,
+}
 
-/// Whether the task running on each CPU is filtered out (Linux:
-/// `tr->array_buffer.data->ignore_pid`, a per-CPU bool).
-static IGNORE_PID: [AtomicBool; percpu::MAX_CPUS] =
-    [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
+impl Default for TrEventPid {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
-/// Serializes writers of the lists with the probe registration.
-static PID_WRITE: Mutex<()> = Mutex::new(());
+impl TrEventPid {
+    /// No lists, `event-fork` off.
+    pub const fn new() -> TrEventPid {
+        TrEventPid {
+            lists: Mutex::new(EventPidLists::new()),
+            pids: PidSlots::new(),
+            no_pids: PidSlots::new(),
+            ignore_pid: [const { AtomicBool::new(false) }; percpu::MAX_CPUS],
+            write: Mutex::new(false),
+        }
+    }
 
-/// The published lists, as the rules want them.
-struct Published;
+    /// This CPU's flag.
+    #[inline(always)]
+    fn ignore_pid(&self) -> &AtomicBool {
+        &self.ignore_pid[percpu::cpu_id()]
+    }
 
-impl PidLists for Published {
+    /// The probes' data: this filter's address.
+    fn data(&self) -> *mut () {
+        self as *const TrEventPid as *mut ()
+    }
+}
+
+/// The published lists of one array, as the rules want them.
+impl PidLists for TrEventPid {
     #[inline(always)]
     fn pid_listed(&self, pid: i32) -> Option<bool> {
-        PIDS.listed(pid)
+        self.pids.listed(pid)
     }
     #[inline(always)]
     fn no_pid_listed(&self, pid: i32) -> Option<bool> {
-        NO_PIDS.listed(pid)
+        self.no_pids.listed(pid)
     }
 }
 
+/// Whether the event probe of `file` running now must drop its record
+/// because the current task is filtered out in `file`'s trace array
+/// (Linux: `trace_event_ignore_this_pid`). Asked only for events whose
+/// `PID_FILTER` flag is set.
 #[inline(always)]
-fn ignore_pid() -> &'static AtomicBool {
-    &IGNORE_PID[percpu::cpu_id()]
+pub fn trace_event_ignore_this_pid(file: &TraceEventFile) -> bool {
+    file.tr().events.pid.ignore_pid().load(Ordering::Relaxed)
 }
 
-/// Whether the event probe running now must drop its record because the
-/// current task is filtered out (Linux: `trace_event_ignore_this_pid`,
-/// which takes the event file to reach its trace array; there is one
-/// trace array here). Asked only for events whose `PID_FILTER` flag is set.
-#[inline(always)]
-pub fn trace_event_ignore_this_pid() -> bool {
-    ignore_pid().load(Ordering::Relaxed)
+/// The filter a scheduler probe was registered with.
+///
+/// # Safety
+/// `data` is the `data()` of a live [`TrEventPid`]: its probes are
+/// unregistered (with a grace period) before its trace array is dropped.
+unsafe fn from_data<'a>(data: *mut ()) -> &'a TrEventPid {
+    // SAFETY: see the function's contract.
+    unsafe { &*(data as *const TrEventPid) }
 }
 
-fn sched_switch_pre(_data: *mut (), _preempt: bool, prev: &TaskInfo, next: &TaskInfo, _s: u32) {
-    ignore_pid().store(Published.switch_pre(prev.pid, next.pid), Ordering::Relaxed);
+fn sched_switch_pre(data: *mut (), _preempt: bool, prev: &TaskInfo, next: &TaskInfo, _s: u32) {
+    // SAFETY: registered by `pid_events` with a TrEventPid as data.
+    let p = unsafe { from_data(data) };
+    p.ignore_pid()
+        .store(p.switch_pre(prev.pid, next.pid), Ordering::Relaxed);
 }
 
-fn sched_switch_post(_data: *mut (), _preempt: bool, _prev: &TaskInfo, next: &TaskInfo, _s: u32) {
-    ignore_pid().store(Published.switch_post(next.pid), Ordering::Relaxed);
+fn sched_switch_post(data: *mut (), _preempt: bool, _prev: &TaskInfo, next: &TaskInfo, _s: u32) {
+    // SAFETY: registered by `pid_events` with a TrEventPid as data.
+    let p = unsafe { from_data(data) };
+    p.ignore_pid()
+        .store(p.switch_post(next.pid), Ordering::Relaxed);
 }
 
-fn sched_wakeup_pre(_data: *mut (), p: &TaskInfo, _target_cpu: i32) {
-    let flag = ignore_pid();
+fn sched_wakeup_pre(data: *mut (), task: &TaskInfo, _target_cpu: i32) {
+    // SAFETY: registered by `pid_events` with a TrEventPid as data.
+    let p = unsafe { from_data(data) };
+    let flag = p.ignore_pid();
     flag.store(
-        Published.wakeup_pre(flag.load(Ordering::Relaxed), p.pid),
+        p.wakeup_pre(flag.load(Ordering::Relaxed), task.pid),
         Ordering::Relaxed,
     );
 }
 
-fn sched_wakeup_post(_data: *mut (), _p: &TaskInfo, _target_cpu: i32) {
-    let flag = ignore_pid();
+fn sched_wakeup_post(data: *mut (), _task: &TaskInfo, _target_cpu: i32) {
+    // SAFETY: registered by `pid_events` with a TrEventPid as data.
+    let p = unsafe { from_data(data) };
+    let flag = p.ignore_pid();
     let current = crate::sched::current_pid() as i32;
     flag.store(
-        Published.wakeup_post(flag.load(Ordering::Relaxed), current),
+        p.wakeup_post(flag.load(Ordering::Relaxed), current),
         Ordering::Relaxed,
     );
 }
 
-/// Registers (or unregisters) the probes that keep [`IGNORE_PID`] current
-/// (Linux: `register_pid_events` / `unregister_pid_events`), on the
-/// scheduler's switch and wakeup tracepoints.
-fn pid_events(on: bool) -> Result<(), Errno> {
-    let d = core::ptr::null_mut();
+/// Registers (or unregisters) the probes that keep `p`'s `ignore_pid`
+/// current (Linux: `register_pid_events` / `unregister_pid_events`), on
+/// the scheduler's switch and wakeup tracepoints, with `p` as their data.
+fn pid_events(p: &TrEventPid, on: bool) -> Result<(), Errno> {
+    let d = p.data();
     if on {
         sched::register_trace_prio_sched_switch(sched_switch_pre, d, i32::MAX)?;
         sched::register_trace_prio_sched_switch(sched_switch_post, d, 0)?;
@@ -148,10 +200,14 @@ fn pid_events(on: bool) -> Result<(), Errno> {
     }
 }
 
-/// Sets this CPU's flag for the task running on it (Linux: `ignore_task_cpu`).
-fn ignore_task_cpu(_arg: usize) {
+/// Sets this CPU's flag of the filter at `arg` for the task running on it
+/// (Linux: `ignore_task_cpu`).
+fn ignore_task_cpu(arg: usize) {
+    // SAFETY: `install` passes the address of a TrEventPid it borrows
+    // until every CPU has run this.
+    let p = unsafe { from_data(arg as *mut ()) };
     let pid = crate::sched::current_pid() as i32;
-    ignore_pid().store(Published.ignore_task(pid), Ordering::Relaxed);
+    p.ignore_pid().store(p.ignore_task(pid), Ordering::Relaxed);
 }
 
 /// Which list: `set_event_pid` or `set_event_notrace_pid`.
@@ -161,10 +217,11 @@ pub enum Which {
     NoPids,
 }
 
-/// A copy of one list.
-pub fn pid_list(which: Which) -> PidFilter {
+/// A copy of one list of `tr`.
+pub fn pid_list(tr: &TraceArray, which: Which) -> PidFilter {
+    let p = &tr.events.pid;
     arch::without_interrupts(|| {
-        let lists = LISTS.lock();
+        let lists = p.lists.lock();
         match which {
             Which::Pids => lists.pids.clone(),
             Which::NoPids => lists.no_pids.clone(),
@@ -172,64 +229,77 @@ pub fn pid_list(which: Which) -> PidFilter {
     })
 }
 
-/// Installs a list (Linux: the end of `event_pid_write`, and
-/// `ftrace_clear_event_pids`): publishes it for the probes; when the first
-/// list appears, registers the probes and calls `pid_filter(true)` (which
-/// sets the events' PID_FILTER flag); when the last goes, calls
-/// `pid_filter(false)` first and then unregisters them; recomputes every
-/// CPU's flag. A list that does not fit is `ENOSPC`, and nothing changes.
-pub fn install(which: Which, list: PidFilter, pid_filter: impl Fn(bool)) -> Result<(), Errno> {
-    let _w = PID_WRITE.lock();
+/// Sets or clears the PID_FILTER flag of every event of `tr` (Linux sets
+/// it on every write to a pid file and clears it when no list is left).
+fn pid_filter_flags(tr: &TraceArray, on: bool) {
+    for f in tr.events.files() {
+        if on {
+            f.set_flags(flags::PID_FILTER);
+        } else {
+            f.clear_flags(flags::PID_FILTER);
+        }
+    }
+}
+
+/// Installs a list of `tr` (Linux: the end of `event_pid_write`, and
+/// `ftrace_clear_event_pids`): publishes it for the probes; when the
+/// array's first list appears, registers its probes and sets its events'
+/// PID_FILTER flag; when the last goes, clears the flags first and then
+/// unregisters them; recomputes every CPU's flag. A list that does not fit
+/// is `ENOSPC`, and nothing changes.
+pub fn install(tr: &TraceArray, which: Which, list: PidFilter) -> Result<(), Errno> {
+    let p = &tr.events.pid;
+    let _w = p.write.lock();
     let (was, now) = arch::without_interrupts(|| {
-        let mut lists = LISTS.lock();
+        let mut lists = p.lists.lock();
         let was = lists.filtering();
         // ENOSPC before anything changed if the list does not fit.
         match which {
             Which::Pids => {
-                PIDS.publish(&list)?;
+                p.pids.publish(&list)?;
                 lists.pids = list;
             }
             Which::NoPids => {
-                NO_PIDS.publish(&list)?;
+                p.no_pids.publish(&list)?;
                 lists.no_pids = list;
             }
         }
         Ok::<_, Errno>((was, lists.filtering()))
     })?;
     if now && !was {
-        if let Err(e) = pid_events(true) {
+        if let Err(e) = pid_events(p, true) {
             // Back to no list (there was none): nothing is filtered.
-            let _ = pid_events(false);
+            let _ = pid_events(p, false);
             arch::without_interrupts(|| {
-                let mut lists = LISTS.lock();
+                let mut lists = p.lists.lock();
                 *lists = EventPidLists::new();
                 // Empty lists always fit.
-                let _ = PIDS.publish(&lists.pids);
-                let _ = NO_PIDS.publish(&lists.no_pids);
+                let _ = p.pids.publish(&lists.pids);
+                let _ = p.no_pids.publish(&lists.no_pids);
             });
             return Err(e);
         }
-        pid_filter(true);
+        pid_filter_flags(tr, true);
     }
     if was && !now {
-        pid_filter(false);
-        let _ = pid_events(false);
-        IGNORE_PID
+        pid_filter_flags(tr, false);
+        let _ = pid_events(p, false);
+        p.ignore_pid
             .iter()
             .for_each(|f| f.store(false, Ordering::Relaxed));
         return Ok(());
     }
     if now {
-        arch::smp_call_function(ignore_task_cpu, 0);
-        arch::without_interrupts(|| ignore_task_cpu(0));
+        arch::smp_call_function(ignore_task_cpu, p.data() as usize);
+        arch::without_interrupts(|| ignore_task_cpu(p.data() as usize));
     }
     Ok(())
 }
 
 /// The `event-fork` rule for a fork (`parent` Some) or an exit.
-fn follow(parent: Option<i32>, task: i32) {
+fn follow(p: &TrEventPid, parent: Option<i32>, task: i32) {
     arch::without_interrupts(|| {
-        let mut lists = LISTS.lock();
+        let mut lists = p.lists.lock();
         let mut new = lists.clone();
         if !new.follow_task(parent, task) {
             return;
@@ -240,51 +310,76 @@ fn follow(parent: Option<i32>, task: i32) {
         if new.pids.pids().count() > MAX_EVENT_PIDS || new.no_pids.pids().count() > MAX_EVENT_PIDS {
             return;
         }
-        let _ = PIDS.publish(&new.pids);
-        let _ = NO_PIDS.publish(&new.no_pids);
+        let _ = p.pids.publish(&new.pids);
+        let _ = p.no_pids.publish(&new.no_pids);
         *lists = new;
     });
 }
 
-fn follow_fork(_data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
-    follow(Some(parent.pid), child.pid);
+fn follow_fork(data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
+    // SAFETY: registered by `follow_probes` with a TrEventPid as data.
+    follow(unsafe { from_data(data) }, Some(parent.pid), child.pid);
 }
 
-fn follow_exit(_data: *mut (), task: &TaskInfo) {
-    follow(None, task.pid);
+fn follow_exit(data: *mut (), task: &TaskInfo) {
+    // SAFETY: registered by `follow_probes` with a TrEventPid as data.
+    follow(unsafe { from_data(data) }, None, task.pid);
 }
 
-/// The `event-fork` option changed (Linux: `trace_event_follow_fork`):
-/// probes on the sched_process_fork and sched_process_exit tracepoints
-/// follow the tasks while it is set.
-pub fn trace_event_follow_fork(enable: bool) {
-    let d = core::ptr::null_mut();
+/// Registers or unregisters `p`'s probes on sched_process_fork and
+/// sched_process_exit, if not already so; `registered` is the state.
+fn follow_probes(p: &TrEventPid, registered: &mut bool, enable: bool) {
+    if *registered == enable {
+        return;
+    }
+    let d = p.data();
     let r = if enable {
         // Linux's priorities: the fork probe after every other probe, the
         // one that drops a task before them.
-        sched::register_trace_prio_sched_process_fork(follow_fork, d, i32::MIN)
-            .and_then(|_| sched::register_trace_prio_sched_process_exit(follow_exit, d, i32::MAX))
+        sched::register_trace_prio_sched_process_fork(follow_fork, d, i32::MIN).and_then(|_| {
+            sched::register_trace_prio_sched_process_exit(follow_exit, d, i32::MAX).inspect_err(
+                |_| {
+                    let _ = sched::unregister_trace_sched_process_fork(follow_fork, d);
+                },
+            )
+        })
     } else {
         let a = sched::unregister_trace_sched_process_fork(follow_fork, d);
         let b = sched::unregister_trace_sched_process_exit(follow_exit, d);
         a.and(b)
     };
-    if let Err(e) = r {
-        println!("trace: event-fork: cannot update the scheduler probes: {e:?}");
+    match r {
+        Ok(()) => *registered = enable,
+        Err(e) => println!("trace: event-fork: cannot update the scheduler probes: {e:?}"),
     }
 }
 
-fn option_changed(tr: &super::trace::TraceArray, change: &tracer::options::OptionChange) {
-    if !tr.is_global() {
-        return;
-    }
+/// The `event-fork` option of `tr` changed (Linux:
+/// `trace_event_follow_fork`): probes on the sched_process_fork and
+/// sched_process_exit tracepoints follow the tasks for `tr`'s lists while
+/// it is set.
+pub fn trace_event_follow_fork(tr: &TraceArray, enable: bool) {
+    let p = &tr.events.pid;
+    let mut registered = p.write.lock();
+    follow_probes(p, &mut registered, enable);
+}
+
+/// Called by the trace array after one of its options changed (Linux:
+/// `set_tracer_flag`'s `TRACE_ITER_EVENT_FORK` case).
+pub fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
     if change.id == OptionId::Core(TraceOption::EventFork) && change.changed {
-        trace_event_follow_fork(change.enabled);
+        trace_event_follow_fork(tr, change.enabled);
     }
 }
 
-/// Follows the `event-fork` option.
-pub fn init() -> Result<(), Errno> {
-    super::trace::OPTIONS_CHANGED.register(option_changed)
+/// Takes `tr`'s pid filter down (Linux: `__ftrace_clear_event_pids` and
+/// clearing `event-fork` in `__remove_instance`): no probe keeps its
+/// address as data.
+pub fn del_tr(tr: &TraceArray) {
+    trace_event_follow_fork(tr, false);
+    for which in [Which::Pids, Which::NoPids] {
+        // Empty lists always fit.
+        let _ = install(tr, which, PidFilter::new());
+    }
 }

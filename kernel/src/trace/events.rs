@@ -1,30 +1,41 @@
 //! Trace events: the probes that turn a tracepoint hit into a ring-buffer
-//! record, the per-event state, and the `events/SYSTEM/EVENT/{enable,
-//! format,id}` and `available_events` files (Linux:
-//! kernel/trace/trace_events.c, and the probe stage of
+//! record, the per-event state of each trace array, and the
+//! `events/SYSTEM/EVENT/{enable,format,id}` and `available_events` files
+//! (Linux: kernel/trace/trace_events.c, and the probe stage of
 //! include/trace/trace_events.h).
 //!
 //! Every system's declaration (tracer/src/trace_events/) is expanded here
 //! by [`define_event_probes!`], in one module per system that
 //! `tracer::for_each_event_system!` makes; it makes per event:
-//! - the probe `trace_event_raw_event_NAME(data, args..)`: `data` is the
-//!   event's [`TraceEventFile`]; unless the event is soft-disabled or the
-//!   current task is pid-filtered, it reserves `NAME::size(args)` bytes and
-//!   fills them with `NAME::write` (the record layout comes from the
-//!   declaration, so it cannot disagree with the `format` file);
-//! - the [`TraceEventFile`] `NAME` (upper case), whose `reg` registers and
+//! - the probe `trace_event_raw_event_NAME(data, args..)`: `data` is a
+//!   [`TraceEventFile`]; unless the event is soft-disabled or the current
+//!   task is pid-filtered in that file's trace array, it reserves
+//!   `NAME::size(args)` bytes in that array's buffer and fills them with
+//!   `NAME::write` (the record layout comes from the declaration, so it
+//!   cannot disagree with the `format` file);
+//! - the [`EventCall`] `NAME` (upper case), whose `reg` registers and
 //!   unregisters that probe on the tracepoint `crate::events::SYSTEM`.
 //!
-//! Enabling an event ([`trace_event_enable_disable`]) registers its probe,
-//! which turns the tracepoint's static key on; disabling unregisters it.
+//! Each trace array (the top level and every instance) has its own
+//! [`TraceEventFile`] per event, in its [`TrEvents`], made by [`init_tr`]
+//! (Linux: one `trace_event_file` per event and `trace_array`). Enabling an
+//! event in an array ([`trace_event_enable_disable`]) registers the probe
+//! with that array's file as its data, which turns the tracepoint's static
+//! key on; the same event enabled in two arrays is two probes on one
+//! tracepoint, each writing to its own array. Disabling unregisters it.
+use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use spin::{Mutex, MutexGuard};
+use spin::{Mutex, MutexGuard, Once};
 use tracer::trace_events::TraceEventCall;
 
-use super::trace::{global_trace, trace_buffer_write_full};
+use tracer::ring_buffer::BUF_PAGE_SIZE;
+
+use super::event_pid::TrEventPid;
+use super::trace::{global_trace, trace_buffer_write_full, TraceArray};
 use crate::fs::tracefs::{self, Dentry, TRACE_MODE_WRITE};
 use crate::fs::Errno;
 
@@ -43,25 +54,49 @@ pub mod flags {
     pub const WAS_ENABLED: u32 = 1 << 10;
 }
 
-/// One event of the trace array (Linux: `struct trace_event_file`).
+/// One declared event, the same for every trace array (Linux: `struct
+/// trace_event_call` with its `class->reg`): its layout and the function
+/// that registers its probe with a [`TraceEventFile`] as the data.
+pub struct EventCall {
+    pub call: &'static TraceEventCall,
+    /// Registers (true) or unregisters (false) the event's probe with
+    /// `file` as its data (Linux: `call->class->reg`).
+    reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
+}
+
+impl EventCall {
+    pub const fn new(
+        call: &'static TraceEventCall,
+        reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
+    ) -> EventCall {
+        EventCall { call, reg }
+    }
+}
+
+/// One event of one trace array (Linux: `struct trace_event_file`): the
+/// data of that array's probe on the event's tracepoint.
 pub struct TraceEventFile {
     pub call: &'static TraceEventCall,
     flags: AtomicU32,
-    /// Registers (true) or unregisters (false) the event's probe with this
-    /// file as its data (Linux: `call->class->reg`).
-    reg: fn(&'static TraceEventFile, bool) -> Result<(), Errno>,
+    reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
+    /// The trace array that owns this file and whose buffer the probe
+    /// writes (Linux: `file->tr`).
+    tr: *const TraceArray,
 }
 
+// SAFETY: `tr` is only read; it points to the trace array that owns this
+// file (in its `events`), so it is valid for as long as the file is, and
+// a TraceArray is shared between CPUs by design.
+unsafe impl Send for TraceEventFile {}
+// SAFETY: as for Send; every other field is Sync.
+unsafe impl Sync for TraceEventFile {}
+
 impl TraceEventFile {
-    pub const fn new(
-        call: &'static TraceEventCall,
-        reg: fn(&'static TraceEventFile, bool) -> Result<(), Errno>,
-    ) -> TraceEventFile {
-        TraceEventFile {
-            call,
-            flags: AtomicU32::new(0),
-            reg,
-        }
+    /// The trace array this event records into.
+    #[inline(always)]
+    pub fn tr(&self) -> &TraceArray {
+        // SAFETY: the file lives inside `*tr` (see the Send impl).
+        unsafe { &*self.tr }
     }
 
     /// The `EVENT_FILE_FL_*` bits.
@@ -108,18 +143,16 @@ impl TraceEventFile {
         if f & (flags::SOFT_DISABLED | flags::PID_FILTER) == 0 {
             return false;
         }
-        f & flags::SOFT_DISABLED != 0 || super::event_pid::trace_event_ignore_this_pid()
+        f & flags::SOFT_DISABLED != 0 || super::event_pid::trace_event_ignore_this_pid(self)
     }
 }
 
-/// Reserves `len` bytes in the global trace buffer and lets `fill` write
-/// the record (Linux: `trace_event_buffer_reserve` + commit). Runs inside a
-/// tracepoint call (preemption off).
+/// Reserves `len` bytes in the buffer of `file`'s trace array and lets
+/// `fill` write the record (Linux: `trace_event_buffer_reserve` + commit).
+/// Runs inside a tracepoint call (preemption off).
 #[inline(always)]
-pub fn trace_event_buffer_write(len: usize, fill: impl FnOnce(&mut [u8])) {
-    if let Some(tr) = global_trace() {
-        trace_buffer_write_full(tr, len, fill);
-    }
+pub fn trace_event_buffer_write(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mut [u8])) {
+    trace_buffer_write_full(file.tr(), len, fill);
 }
 
 /// The probe stage (see the module doc). Invoked by a system's declaration
@@ -143,13 +176,15 @@ macro_rules! define_event_probes {
                 #[allow(clippy::too_many_arguments)]
                 fn [<trace_event_raw_event_ $name>](data: *mut (), $($arg: $argty),*) {
                     // SAFETY: the probe is only registered (by `reg` below)
-                    // with the address of the static TraceEventFile.
+                    // with the address of a TraceEventFile, which is
+                    // unregistered before its trace array goes, with a
+                    // grace period between.
                     let file = unsafe { &*(data as *const $crate::trace::events::TraceEventFile) };
                     if file.trace_trigger_soft_disabled() {
                         return;
                     }
                     let len = ::tracer::trace_events::$system::$name::size($($arg),*);
-                    $crate::trace::events::trace_event_buffer_write(len, |buf| {
+                    $crate::trace::events::trace_event_buffer_write(file, len, |buf| {
                         ::tracer::trace_events::$system::$name::write(
                             buf,
                             $crate::trace::trace::trace_entry_word($id),
@@ -159,7 +194,7 @@ macro_rules! define_event_probes {
                 }
 
                 fn [<__reg_ $name>](
-                    file: &'static $crate::trace::events::TraceEventFile,
+                    file: &$crate::trace::events::TraceEventFile,
                     on: bool,
                 ) -> Result<(), $crate::fs::Errno> {
                     let data = file as *const $crate::trace::events::TraceEventFile as *mut ();
@@ -173,36 +208,77 @@ macro_rules! define_event_probes {
                 }
 
                 #[doc = concat!("The `", stringify!($system), ":", stringify!($name), "` event.")]
-                pub static [<$name:upper>]: $crate::trace::events::TraceEventFile =
-                    $crate::trace::events::TraceEventFile::new(
+                pub static [<$name:upper>]: $crate::trace::events::EventCall =
+                    $crate::trace::events::EventCall::new(
                         &::tracer::trace_events::$system::$name::CALL,
                         [<__reg_ $name>],
                     );
             )*
 
             /// The events of this system, in declaration order.
-            pub static FILES: &[&$crate::trace::events::TraceEventFile] = &[$(&[<$name:upper>]),*];
+            pub static CALLS: &[&$crate::trace::events::EventCall] = &[$(&[<$name:upper>]),*];
         }
     };
 }
 
-// One module per system (`sched::FILES`, ...), from tracer's list of
+// One module per system (`sched::CALLS`, ...), from tracer's list of
 // systems.
 tracer::for_each_event_system!(define_event_probes);
 
 /// Every system's events, in the order `available_events` lists them
 /// (the order of `tracer::trace_events::systems()`, from the same list;
-/// `init` checks).
-static SYSTEMS: &[&[&TraceEventFile]] = &tracer::for_each_event_system!(list FILES);
+/// `init_tr` checks).
+static SYSTEMS: &[&[&EventCall]] = &tracer::for_each_event_system!(list CALLS);
 
-/// Every event file (Linux: the `tr->events` list).
-pub fn trace_event_files() -> impl Iterator<Item = &'static TraceEventFile> {
+/// Every declared event (Linux: the `ftrace_events` list).
+pub fn event_calls() -> impl Iterator<Item = &'static EventCall> {
     SYSTEMS.iter().flat_map(|s| s.iter().copied())
 }
 
-/// The event `system:name`.
-pub fn find_event_file(system: &str, name: &str) -> Option<&'static TraceEventFile> {
-    trace_event_files().find(|f| f.call.system == system && f.call.name == name)
+/// The events of one trace array (Linux: `tr->events` and the other
+/// per-array event state: the pid lists, `event-fork`). Its files are made
+/// by [`init_tr`], which knows the array's address, and live until the
+/// array is dropped; [`del_tr`] unregisters their probes first.
+pub struct TrEvents {
+    /// One file per [`event_calls`] entry, in that order.
+    files: Once<Box<[TraceEventFile]>>,
+    /// `set_event_pid`, `set_event_notrace_pid`, `event-fork`.
+    pub pid: TrEventPid,
+}
+
+impl Default for TrEvents {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TrEvents {
+    /// No files yet (see [`init_tr`]), no pid lists.
+    pub const fn new() -> TrEvents {
+        TrEvents {
+            files: Once::new(),
+            pid: TrEventPid::new(),
+        }
+    }
+
+    /// The files, in [`event_calls`] order (none before [`init_tr`]).
+    pub fn files(&self) -> &[TraceEventFile] {
+        self.files.get().map_or(&[], |f| &f[..])
+    }
+
+    /// The event `system:name`.
+    pub fn find(&self, system: &str, name: &str) -> Option<&TraceEventFile> {
+        self.files()
+            .iter()
+            .find(|f| f.call.system == system && f.call.name == name)
+    }
+
+    /// This array's file of `event`.
+    pub fn file_of(&self, event: &EventCall) -> Option<&TraceEventFile> {
+        self.files()
+            .iter()
+            .find(|f| core::ptr::eq(f.call, event.call))
+    }
 }
 
 /// Serializes enabling and disabling events (Linux: `event_mutex`). Take
@@ -215,10 +291,7 @@ pub fn event_mutex() -> MutexGuard<'static, ()> {
 }
 
 /// Enables or disables one event (Linux: `ftrace_event_enable_disable`).
-pub fn trace_event_enable_disable(
-    file: &'static TraceEventFile,
-    enable: bool,
-) -> Result<(), Errno> {
+pub fn trace_event_enable_disable(file: &TraceEventFile, enable: bool) -> Result<(), Errno> {
     let guard = event_mutex();
     ftrace_event_enable_disable_locked(&guard, file, enable)
 }
@@ -230,7 +303,7 @@ pub fn trace_event_enable_disable(
 /// On error nothing has changed.
 pub fn ftrace_event_enable_disable_locked(
     _guard: &MutexGuard<'static, ()>,
-    file: &'static TraceEventFile,
+    file: &TraceEventFile,
     enable: bool,
 ) -> Result<(), Errno> {
     let f = file.flags();
@@ -252,10 +325,10 @@ pub fn ftrace_event_enable_disable_locked(
 /// `available_events`: `system:event` per line.
 pub fn available_events() -> String {
     let mut s = String::new();
-    for f in trace_event_files() {
-        s.push_str(f.call.system);
+    for e in event_calls() {
+        s.push_str(e.call.system);
         s.push(':');
-        s.push_str(f.call.name);
+        s.push_str(e.call.name);
         s.push('\n');
     }
     s
@@ -263,7 +336,7 @@ pub fn available_events() -> String {
 
 /// A write to `events/SYSTEM/EVENT/enable` (Linux: `event_enable_write`):
 /// a decimal 0 or 1, else EINVAL.
-fn enable_store(file: &'static TraceEventFile, text: &str) -> Result<(), Errno> {
+fn enable_store(file: &TraceEventFile, text: &str) -> Result<(), Errno> {
     match tracefs::parse_ulong(text)? {
         0 => trace_event_enable_disable(file, false),
         1 => trace_event_enable_disable(file, true),
@@ -271,32 +344,83 @@ fn enable_store(file: &'static TraceEventFile, text: &str) -> Result<(), Errno> 
     }
 }
 
-/// Creates `available_events` and `events/SYSTEM/EVENT/{enable,format,id}`
-/// (Linux: `event_trace_add_tracer`, `event_create_dir`). Directories that
-/// exist are reused.
-pub fn init(root: &Dentry) -> Result<(), Errno> {
+/// Gives `tr` its event files and creates, in its directory `dir`,
+/// `events/{header_page,header_event}`, `events/ftrace/EVENT/{format,id}`,
+/// `events/SYSTEM/EVENT/{enable,format,id}` (Linux:
+/// `event_trace_add_tracer`, `event_create_dir`), then the files of
+/// [`super::event_files`]: `set_event`, `set_event_pid`,
+/// `set_event_notrace_pid`, the `enable`, `filter` and `trigger` files.
+/// The top-level array (`global_trace()`) also gets `available_events`.
+/// Directories that exist are reused.
+pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
     // Every declared event has its file, in the declarations' order.
     let declared = tracer::trace_events::all_events();
     if !declared
         .map(|c| c as *const TraceEventCall)
-        .eq(trace_event_files().map(|f| f.call as *const TraceEventCall))
+        .eq(event_calls().map(|e| e.call as *const TraceEventCall))
     {
         println!("trace events: kernel/src/trace/events.rs does not list every declared system");
     }
-    tracefs::create_show(root, "available_events", available_events)?;
-    let events = tracefs::get_or_create_dir(root, "events")?;
-    for file in trace_event_files() {
+    let tr_ptr = Arc::as_ptr(tr);
+    tr.events.files.call_once(|| {
+        event_calls()
+            .map(|e| TraceEventFile {
+                call: e.call,
+                flags: AtomicU32::new(0),
+                reg: e.reg,
+                tr: tr_ptr,
+            })
+            .collect()
+    });
+    if global_trace().is_some_and(|g| core::ptr::eq(g, tr_ptr)) {
+        tracefs::create_show(dir, "available_events", available_events)?;
+    }
+    let events = tracefs::get_or_create_dir(dir, "events")?;
+    // The ring buffer's headers and the internal ftrace events, which
+    // cannot be enabled (Linux: `create_event_toplevel_files`, and the
+    // `ftrace` system's directories from trace_export.c).
+    tracefs::create_show(&events, "header_page", || {
+        tracer::events::header_page(BUF_PAGE_SIZE as u32)
+    })?;
+    tracefs::create_show(&events, "header_event", tracer::events::header_event)?;
+    let ftrace = tracefs::get_or_create_dir(&events, "ftrace")?;
+    for e in tracer::events::FTRACE_EVENTS {
+        let d = tracefs::get_or_create_dir(&ftrace, e.name)?;
+        tracefs::create_show(&d, "format", move || e.format_file())?;
+        tracefs::create_show(&d, "id", move || format!("{}\n", e.id))?;
+    }
+    for (i, file) in tr.events.files().iter().enumerate() {
         let sys = tracefs::get_or_create_dir(&events, file.call.system)?;
-        let dir = tracefs::get_or_create_dir(&sys, file.call.name)?;
+        let d = tracefs::get_or_create_dir(&sys, file.call.name)?;
+        let (tr1, tr2) = (tr.clone(), tr.clone());
         tracefs::create_show_store(
-            &dir,
+            &d,
             "enable",
             TRACE_MODE_WRITE,
-            move || file.enable_text(),
-            Some(move |text: &str| enable_store(file, text)),
+            move || tr1.events.files()[i].enable_text(),
+            Some(move |text: &str| enable_store(&tr2.events.files()[i], text)),
         )?;
-        tracefs::create_show(&dir, "format", move || file.call.format_file())?;
-        tracefs::create_show(&dir, "id", move || format!("{}\n", file.call.id))?;
+        let call = file.call;
+        tracefs::create_show(&d, "format", move || call.format_file())?;
+        tracefs::create_show(&d, "id", move || format!("{}\n", call.id))?;
     }
-    Ok(())
+    super::event_files::init_tr(tr, dir)
+}
+
+/// Takes the events of `tr` down before it is freed (Linux:
+/// `event_trace_del_tracer`): the pid lists and `event-fork` go, every
+/// event is disabled (soft mode included), so that no probe has a file of
+/// `tr` as its data. The caller waits for a grace period before dropping
+/// `tr` (each unregister here already waited for one). The files stay,
+/// disabled, until `tr` is dropped.
+pub fn del_tr(tr: &TraceArray) {
+    let guard = event_mutex();
+    super::event_pid::del_tr(tr);
+    for file in tr.events.files() {
+        // No triggers exist yet to hold a soft reference; drop it anyway.
+        file.clear_flags(flags::SOFT_MODE);
+        if let Err(e) = ftrace_event_enable_disable_locked(&guard, file, false) {
+            println!("trace events: cannot disable {}: {e:?}", file.full_name());
+        }
+    }
 }

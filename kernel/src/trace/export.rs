@@ -216,22 +216,11 @@ impl OpenFile for TracePipeRaw {
     }
 }
 
-/// Creates `events/header_page`, `events/header_event`,
-/// `events/ftrace/<event>/{format,id}`, `saved_cmdlines`, `printk_formats`,
-/// and `kallsyms` (top level only). Directories made by others
-/// are reused; files that already exist are left alone.
+/// Creates `saved_cmdlines`, `printk_formats` and `kallsyms` (top level
+/// only; `events/header_page`, `events/header_event` and
+/// `events/ftrace/<event>/` are every trace array's, made by
+/// `trace::events::init_tr`). Files that already exist are left alone.
 pub fn init_tracefs(root: &Dentry) -> Result<(), Errno> {
-    let ev = tracefs::get_or_create_dir(root, "events")?;
-    show(&ev, "header_page", || {
-        events::header_page(BUF_PAGE_SIZE as u32)
-    })?;
-    show(&ev, "header_event", events::header_event)?;
-    let ftrace = tracefs::get_or_create_dir(&ev, "ftrace")?;
-    for e in events::FTRACE_EVENTS {
-        let d = tracefs::get_or_create_dir(&ftrace, e.name)?;
-        show(&d, "format", move || e.format_file())?;
-        show(&d, "id", move || format!("{}\n", e.id))?;
-    }
     show(root, "saved_cmdlines", saved_cmdlines)?;
     show(root, "printk_formats", String::new)?;
     show(root, "kallsyms", kallsyms)?;

@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
-use super::{buffer_files, control, export, trace};
+use super::{buffer_files, control, events, export, trace};
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
 
@@ -41,6 +41,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
     trace::init_options_files(tr, dir)?;
     buffer_files::init_tr(tr, dir)?;
     export::init_tr(tr, dir)?;
+    events::init_tr(tr, dir)?;
     Ok(())
 }
 
@@ -49,6 +50,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
 /// precedes freeing it.
 fn del_tracer(tr: &TraceArray) {
     control::tracing_set_nop(tr);
+    events::del_tr(tr);
 }
 
 struct Instances;

@@ -41,8 +41,6 @@ pub fn init() {
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())
-        .and_then(|_| events::init(&root))
-        .and_then(|_| event_files::init(&root))
         .and_then(|_| instances::init(&root));
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");

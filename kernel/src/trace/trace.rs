@@ -59,6 +59,8 @@ pub struct TraceArray {
     /// Open files of this array (Linux: `tr->ref`), counted by tracefs for
     /// an instance's directory: `rmdir` is EBUSY while it is not 0.
     pub open_files: alloc::sync::Arc<AtomicUsize>,
+    /// The trace events of this array (its event files, pid lists).
+    pub events: super::events::TrEvents,
 }
 
 impl TraceArray {
@@ -77,6 +79,7 @@ impl TraceArray {
             current_trace: Mutex::new(&control::NOP_TRACE),
             trace_ref: AtomicUsize::new(0),
             open_files: alloc::sync::Arc::new(AtomicUsize::new(0)),
+            events: super::events::TrEvents::new(),
         })
     }
 
@@ -678,6 +681,7 @@ fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     if let OptionId::Core(TraceOption::Overwrite) = change.id {
         tr.buffer.set_overwrite(change.enabled);
     }
+    super::event_pid::option_changed(tr, change);
     for probe in OPTIONS_CHANGED.probes() {
         probe(tr, change);
     }
@@ -695,7 +699,11 @@ pub fn init_options_files(
         dir,
         "trace_options",
         TRACE_MODE_WRITE,
-        move || t1.options.lock().trace_options_text(current_tracer_kind(&t1)),
+        move || {
+            t1.options
+                .lock()
+                .trace_options_text(current_tracer_kind(&t1))
+        },
         Some(move |text: &str| {
             let change = t2
                 .options
