@@ -328,3 +328,194 @@ fn set_event_pid_filters_trace() {
     assert!(!without_sh(&notrace), "{notrace:?}");
     assert_eq!(k.run(&format!("echo > {T}/set_event_notrace_pid")), "");
 }
+
+/// The `jmp` sites `jump_label_check` counts (every other site is its NOP).
+fn jmp_sites(k: &mut Kernel) -> usize {
+    let check = clean(&k.run("jump_label_check"));
+    assert!(check.contains(" 0 bad,"), "{check}");
+    let before = check.split(" jmp,").next().unwrap();
+    before
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{check}"))
+}
+
+/// The event lines of `DIR/trace` (DIR "" for the top level), as the event
+/// names they record.
+fn event_names(k: &mut Kernel, dir: &str) -> Vec<String> {
+    cat(k, &format!("{dir}trace"))
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            // `TASK-PID [CPU] FLAGS TIME: NAME: ARGS`
+            let (_, rest) = l.split_once(": ")?;
+            rest.split_once(':').map(|(name, _)| String::from(name))
+        })
+        .collect()
+}
+
+/// The sched_switch lines of `DIR/trace`, as (prev_pid, next_pid).
+fn switches_in(k: &mut Kernel, dir: &str) -> Vec<(u32, u32)> {
+    cat(k, &format!("{dir}trace"))
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" sched_switch: "))
+        .map(switch_pids)
+        .collect()
+}
+
+/// Empties the three traces, runs `work sleep 2` (tasks that switch to and
+/// from idle) with tracing on everywhere.
+fn clear_and_work(k: &mut Kernel) {
+    for dir in ["", "instances/foo/", "instances/bar/"] {
+        assert_eq!(k.run(&format!("echo > {T}/{dir}trace")), "", "{dir}");
+    }
+    let r = clean(&k.run("work sleep 2"));
+    assert!(r.contains(" 0 errors"), "{r}");
+}
+
+/// Each trace array has its own events: enabling one in an instance
+/// records it in that instance's buffer only, with its own pid filter; the
+/// same event in two arrays is two probes on one tracepoint (its sites
+/// stay `jmp` until the last goes); `rmdir` of an instance with events,
+/// a pid list and `event-fork` on takes its probes away. The shell is
+/// pid 1; `work sleep` runs on tasks it creates.
+#[test]
+fn instances_have_their_own_events() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let base = jmp_sites(&mut k);
+    for name in ["foo", "bar"] {
+        assert_eq!(k.run(&format!("mkdir {T}/instances/{name}")), "");
+    }
+    // The event files of an instance (available_events is top level only),
+    // and the same events/ tree as the top level.
+    let files = lines(&clean(&k.run(&format!("ls -1 {T}/instances/foo"))));
+    for f in [
+        "events",
+        "set_event",
+        "set_event_pid",
+        "set_event_notrace_pid",
+    ] {
+        assert!(files.iter().any(|l| l == f), "{f}: {files:?}");
+    }
+    assert!(!files.iter().any(|l| l == "available_events"), "{files:?}");
+    let top_events = clean(&k.run(&format!("ls -1 {T}/events")));
+    assert_eq!(
+        clean(&k.run(&format!("ls -1 {T}/instances/foo/events"))),
+        top_events
+    );
+    assert_eq!(
+        clean(&k.run(&format!("ls -1 {T}/instances/foo/events/ftrace/print"))),
+        "format\nid\ntrigger\n"
+    );
+    assert_eq!(
+        cat(&mut k, "instances/foo/events/sched/sched_switch/format"),
+        cat(&mut k, "events/sched/sched_switch/format")
+    );
+
+    // Top level: the shell's events; foo: sched_switch; bar: sched_switch
+    // of the shell only.
+    assert_eq!(echo(&mut k, "1", ">", "events/shell/enable"), "");
+    let with_shell = jmp_sites(&mut k);
+    assert!(with_shell > base);
+    assert_eq!(
+        echo(&mut k, "sched:sched_switch", ">", "instances/foo/set_event"),
+        ""
+    );
+    let with_switch = jmp_sites(&mut k);
+    assert!(with_switch > with_shell);
+    assert_eq!(
+        echo(
+            &mut k,
+            "1",
+            ">",
+            "instances/bar/events/sched/sched_switch/enable"
+        ),
+        ""
+    );
+    // One key, two probes: no more sites.
+    assert_eq!(jmp_sites(&mut k), with_switch);
+    // bar's pid list adds its probes on the switch and the wakeups.
+    assert_eq!(echo(&mut k, "1", ">", "instances/bar/set_event_pid"), "");
+    let with_pid = jmp_sites(&mut k);
+
+    // What each array's files read.
+    assert_eq!(
+        cat(&mut k, "set_event"),
+        "shell:shell_command_entry\nshell:shell_command_exit\n"
+    );
+    assert_eq!(
+        cat(&mut k, "instances/foo/set_event"),
+        "sched:sched_switch\n"
+    );
+    assert_eq!(
+        cat(&mut k, "instances/bar/set_event"),
+        "sched:sched_switch\n"
+    );
+    assert_eq!(cat(&mut k, "events/sched/sched_switch/enable"), "0\n");
+    assert_eq!(cat(&mut k, "events/sched/enable"), "0\n");
+    assert_eq!(cat(&mut k, "instances/foo/events/sched/enable"), "X\n");
+    assert_eq!(cat(&mut k, "instances/foo/events/shell/enable"), "0\n");
+    assert_eq!(cat(&mut k, "instances/foo/events/enable"), "X\n");
+    assert_eq!(cat(&mut k, "set_event_pid"), "");
+    assert_eq!(cat(&mut k, "instances/foo/set_event_pid"), "");
+    assert_eq!(cat(&mut k, "instances/bar/set_event_pid"), "1\n");
+
+    // Each trace has its own events only.
+    clear_and_work(&mut k);
+    let top = event_names(&mut k, "");
+    assert!(top.iter().any(|e| e == "shell_command_entry"), "{top:?}");
+    assert!(
+        top.iter().all(|e| e.starts_with("shell_command_")),
+        "{top:?}"
+    );
+    let foo = event_names(&mut k, "instances/foo/");
+    assert!(
+        !foo.is_empty() && foo.iter().all(|e| e == "sched_switch"),
+        "{foo:?}"
+    );
+    let bar = event_names(&mut k, "instances/bar/");
+    assert!(
+        !bar.is_empty() && bar.iter().all(|e| e == "sched_switch"),
+        "{bar:?}"
+    );
+    // foo has no pid list: work's tasks switch to and from idle there;
+    // bar's list is the shell: every switch has it on one side.
+    let without_sh = |s: &[(u32, u32)]| s.iter().any(|&(p, n)| p != 1 && n != 1);
+    let foo_sw = switches_in(&mut k, "instances/foo/");
+    assert!(without_sh(&foo_sw), "{foo_sw:?}");
+    let bar_sw = switches_in(&mut k, "instances/bar/");
+    assert!(!bar_sw.is_empty() && !without_sh(&bar_sw), "{bar_sw:?}");
+
+    // Off in foo: foo records nothing more, bar still does, and the sites
+    // stay on for bar's probe.
+    assert_eq!(echo(&mut k, "0", ">", "instances/foo/events/enable"), "");
+    assert_eq!(jmp_sites(&mut k), with_pid);
+    assert_eq!(cat(&mut k, "instances/foo/set_event"), "");
+    clear_and_work(&mut k);
+    assert_eq!(event_names(&mut k, "instances/foo/"), Vec::<String>::new());
+    assert!(!switches_in(&mut k, "instances/bar/").is_empty());
+
+    // rmdir takes bar's probes (event, pid filter, event-fork) away; the
+    // top level keeps its events.
+    assert_eq!(
+        echo(&mut k, "1", ">", "instances/bar/options/event-fork"),
+        ""
+    );
+    assert_eq!(cat(&mut k, "options/event-fork"), "0\n");
+    for name in ["foo", "bar"] {
+        assert_eq!(k.run(&format!("rmdir {T}/instances/{name}")), "");
+    }
+    assert_eq!(jmp_sites(&mut k), with_shell);
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    let r = clean(&k.run("work sleep 1"));
+    assert!(r.contains(" 0 errors"), "{r}");
+    let top = event_names(&mut k, "");
+    assert!(top.iter().any(|e| e == "shell_command_entry"), "{top:?}");
+    assert_eq!(
+        cat(&mut k, "set_event"),
+        "shell:shell_command_entry\nshell:shell_command_exit\n"
+    );
+    assert_eq!(echo(&mut k, "0", ">", "events/enable"), "");
+    assert_eq!(jmp_sites(&mut k), base);
+}
