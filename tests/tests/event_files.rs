@@ -377,8 +377,9 @@ fn clear_and_work(k: &mut Kernel) {
 /// Each trace array has its own events: enabling one in an instance
 /// records it in that instance's buffer only, with its own pid filter; the
 /// same event in two arrays is two probes on one tracepoint (its sites
-/// stay `jmp` until the last goes); `rmdir` of an instance with events,
-/// a pid list and `event-fork` on takes its probes away. The shell is
+/// stay `jmp` until the last goes); `event-fork` follows children for its
+/// own array's list; `rmdir` of an instance with events, a pid list and
+/// `event-fork` on takes its probes away. The shell is
 /// pid 1; `work sleep` runs on tasks it creates.
 #[test]
 fn instances_have_their_own_events() {
@@ -496,8 +497,33 @@ fn instances_have_their_own_events() {
     assert_eq!(event_names(&mut k, "instances/foo/"), Vec::<String>::new());
     assert!(!switches_in(&mut k, "instances/bar/").is_empty());
 
-    // rmdir takes bar's probes (event, pid filter, event-fork) away; the
-    // top level keeps its events.
+    // event-fork is per array: foo lists the shell and follows the tasks
+    // it makes (work's switch with idle), bar lists the shell only.
+    assert_eq!(
+        echo(
+            &mut k,
+            "1",
+            ">",
+            "instances/foo/events/sched/sched_switch/enable"
+        ),
+        ""
+    );
+    assert_eq!(echo(&mut k, "1", ">", "instances/foo/set_event_pid"), "");
+    assert_eq!(
+        echo(&mut k, "1", ">", "instances/foo/options/event-fork"),
+        ""
+    );
+    assert_eq!(cat(&mut k, "instances/bar/options/event-fork"), "0\n");
+    clear_and_work(&mut k);
+    let foo_sw = switches_in(&mut k, "instances/foo/");
+    assert!(without_sh(&foo_sw), "children not followed: {foo_sw:?}");
+    let bar_sw = switches_in(&mut k, "instances/bar/");
+    assert!(!bar_sw.is_empty() && !without_sh(&bar_sw), "{bar_sw:?}");
+    // They left foo's list when they exited.
+    assert_eq!(cat(&mut k, "instances/foo/set_event_pid"), "1\n");
+
+    // rmdir takes the instances' probes (events, pid filters, event-fork)
+    // away; the top level keeps its events.
     assert_eq!(
         echo(&mut k, "1", ">", "instances/bar/options/event-fork"),
         ""
