@@ -34,3 +34,5 @@ pub mod ring_buffer;
 pub mod snapshot;
 pub mod trace_events;
 pub mod tracepoint;
+#[forbid(unsafe_code)]
+pub mod trigger;
