@@ -11,6 +11,10 @@ pub mod crc32;
 #[forbid(unsafe_code)]
 pub mod entry;
 pub mod errno;
+#[forbid(unsafe_code)]
+pub mod error_log;
+#[forbid(unsafe_code)]
+pub mod event_filter;
 pub mod events;
 pub mod fgraph;
 #[forbid(unsafe_code)]
