@@ -20,7 +20,10 @@ fn run(k: &mut Kernel, cmd: &str) -> String {
 fn markers(k: &mut Kernel, trace: &str) -> Vec<String> {
     run(k, &format!("cat {trace}"))
         .lines()
-        .filter_map(|l| l.split_once(": tracing_mark_write: ").map(|(_, t)| t.to_string()))
+        .filter_map(|l| {
+            l.split_once(": tracing_mark_write: ")
+                .map(|(_, t)| t.to_string())
+        })
         .collect()
 }
 
@@ -69,23 +72,38 @@ fn instance_files_isolation_and_errors() {
         assert!(!ls.lines().any(|l| l == f), "{f} in an instance: {ls}");
     }
     let cpu0 = run(&mut k, &format!("ls {foo}/per_cpu/cpu0"));
-    for f in ["trace", "trace_pipe", "trace_pipe_raw", "stats", "buffer_size_kb"] {
+    for f in [
+        "trace",
+        "trace_pipe",
+        "trace_pipe_raw",
+        "stats",
+        "buffer_size_kb",
+    ] {
         assert!(cpu0.lines().any(|l| l == f), "{f} missing from {cpu0}");
     }
     assert!(run(&mut k, &format!("cat {foo}/available_tracers")).contains("nop"));
     assert_eq!(run(&mut k, &format!("cat {foo}/current_tracer")), "nop\n");
     // function_graph runs at the top level only.
     assert_eq!(
-        run(&mut k, &format!("echo function_graph > {foo}/current_tracer")),
+        run(
+            &mut k,
+            &format!("echo function_graph > {foo}/current_tracer")
+        ),
         "sh: echo: write error: Invalid argument\n"
     );
 
     // Markers go to the buffer of the file written.
-    assert_eq!(run(&mut k, &format!("echo in-foo > {foo}/trace_marker")), "");
+    assert_eq!(
+        run(&mut k, &format!("echo in-foo > {foo}/trace_marker")),
+        ""
+    );
     assert_eq!(run(&mut k, &format!("echo in-top > {T}/trace_marker")), "");
     assert_eq!(markers(&mut k, &format!("{foo}/trace")), ["in-foo"]);
     assert_eq!(markers(&mut k, &format!("{T}/trace")), ["in-top"]);
-    let pipe = run(&mut k, &format!("cat {foo}/per_cpu/cpu0/trace {foo}/per_cpu/cpu1/trace"));
+    let pipe = run(
+        &mut k,
+        &format!("cat {foo}/per_cpu/cpu0/trace {foo}/per_cpu/cpu1/trace"),
+    );
     assert_eq!(pipe.matches("tracing_mark_write: in-foo").count(), 1);
     assert!(!pipe.contains("in-top"), "{pipe}");
 
@@ -100,11 +118,17 @@ fn instance_files_isolation_and_errors() {
     assert_eq!(markers(&mut k, &format!("{T}/trace")), ["in-top", "second"]);
     assert_eq!(run(&mut k, &format!("echo 1 > {foo}/tracing_on")), "");
 
-    assert_eq!(run(&mut k, &format!("echo counter > {foo}/trace_clock")), "");
+    assert_eq!(
+        run(&mut k, &format!("echo counter > {foo}/trace_clock")),
+        ""
+    );
     assert!(run(&mut k, &format!("cat {foo}/trace_clock")).contains("[counter]"));
     assert!(run(&mut k, &format!("cat {T}/trace_clock")).starts_with("[local]"));
     // Changing the clock cleared the instance's buffer only.
-    assert_eq!(markers(&mut k, &format!("{foo}/trace")), Vec::<String>::new());
+    assert_eq!(
+        markers(&mut k, &format!("{foo}/trace")),
+        Vec::<String>::new()
+    );
     assert_eq!(markers(&mut k, &format!("{T}/trace")), ["in-top", "second"]);
 
     assert_eq!(run(&mut k, &format!("echo 0 > {foo}/options/markers")), "");
@@ -118,7 +142,10 @@ fn instance_files_isolation_and_errors() {
     let top_size = run(&mut k, &format!("cat {T}/buffer_size_kb"));
     assert_eq!(run(&mut k, &format!("echo 64 > {foo}/buffer_size_kb")), "");
     assert_eq!(run(&mut k, &format!("cat {foo}/buffer_size_kb")), "67\n");
-    assert_eq!(run(&mut k, &format!("cat {foo}/buffer_total_size_kb")), "134\n");
+    assert_eq!(
+        run(&mut k, &format!("cat {foo}/buffer_total_size_kb")),
+        "134\n"
+    );
     assert_eq!(run(&mut k, &format!("cat {T}/buffer_size_kb")), top_size);
 
     // rmdir while a file of the instance is open: EBUSY, nothing changes.
@@ -184,14 +211,20 @@ fn sixteen_instances_give_their_memory_back() {
         for i in 0..16 {
             let d = format!("{T}/instances/i{i}");
             assert_eq!(run(&mut k, &format!("mkdir {d}")), "");
-            assert_eq!(run(&mut k, &format!("echo r{round}i{i} > {d}/trace_marker")), "");
+            assert_eq!(
+                run(&mut k, &format!("echo r{round}i{i} > {d}/trace_marker")),
+                ""
+            );
         }
         // Each has its own buffer (Linux's default size) holding its marker.
         let during = heap_used(&mut k);
         assert!(during > start + 16 * 4 * 1024 * 1024, "{start} -> {during}");
         for i in 0..16 {
             let d = format!("{T}/instances/i{i}");
-            assert_eq!(markers(&mut k, &format!("{d}/trace")), [format!("r{round}i{i}")]);
+            assert_eq!(
+                markers(&mut k, &format!("{d}/trace")),
+                [format!("r{round}i{i}")]
+            );
             assert_eq!(run(&mut k, &format!("rmdir {d}")), "");
         }
         after.push(heap_used(&mut k));

@@ -143,7 +143,6 @@ pub fn create_instance_dir(
     add_child(parent, name, node)
 }
 
-
 fn add_child(parent: &Dentry, name: &str, node: Dentry) -> Result<Dentry, Errno> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return Err(Errno::EINVAL);

@@ -434,7 +434,13 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         dir,
         "tracing_on",
         TRACE_MODE_WRITE,
-        move || String::from(if tracer_tracing_is_on(&t1) { "1\n" } else { "0\n" }),
+        move || {
+            String::from(if tracer_tracing_is_on(&t1) {
+                "1\n"
+            } else {
+                "0\n"
+            })
+        },
         Some(move |text: &str| tracing_on_store(&t2, text)),
     )?;
     let t = tr.clone();
