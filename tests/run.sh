@@ -14,7 +14,7 @@ export QEMU="${QEMU:-qemu-system-x86_64}"
 
 echo "== host tests (tracer, build-tools, harness) and QEMU tests"
 cargo test --release --no-fail-fast --workspace --exclude kernel
-echo "== loom model checks of the ring buffer"
+echo "== loom model checks of the ring buffer and the tracing_map"
 RUSTFLAGS="--cfg loom" cargo test --release -p tracer --test ring_buffer_loom \
-    --target-dir "$ROOT/target/loom"
+    --test tracing_map_loom --target-dir "$ROOT/target/loom"
 echo "== all tests passed"

@@ -24,6 +24,8 @@ pub mod ftrace;
 #[forbid(unsafe_code)]
 pub mod graph;
 #[forbid(unsafe_code)]
+pub mod hist;
+#[forbid(unsafe_code)]
 pub mod jump_label;
 pub mod kallsyms;
 #[forbid(unsafe_code)]
@@ -38,5 +40,7 @@ pub mod ring_buffer;
 pub mod snapshot;
 pub mod trace_events;
 pub mod tracepoint;
+#[forbid(unsafe_code)]
+pub mod tracing_map;
 #[forbid(unsafe_code)]
 pub mod trigger;
