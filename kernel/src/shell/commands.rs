@@ -38,7 +38,7 @@ Commands:
   exit [N]                 stop the machine with exit code N
   crash [pagefault|ud2]    panic on purpose, or take a CPU exception (to see the reports)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
-  ringbuf markers|resize|rawdump|bigmarker ...  ring buffer workloads (tests)
+  ringbuf markers|resize|rawdump|bigmarker|snapshot ...  ring buffer workloads (tests)
   trace_printk [-n] N      call trace_printk!() N times (-n: without a newline)
   ftrace_check             read every ftrace call site back and check it
   ftrace_stress [SECONDS [MIN]]  SMP stress of code patching for SECONDS (default

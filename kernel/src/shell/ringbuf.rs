@@ -1,9 +1,10 @@
 //! The `ringbuf` shell command: a workload for the ring buffer's QEMU
 //! tests. It writes `trace_marker` events from chosen CPUs, resizes the
 //! buffer (`buffer_size_kb`) while every CPU writes, dumps
-//! `per_cpu/cpuN/trace_pipe_raw` pages and writes one long marker, all
-//! through the VFS as a user program would (the files are
-//! kernel/src/trace/buffer_files.rs's and export.rs's).
+//! `per_cpu/cpuN/trace_pipe_raw` pages, writes one long marker and takes
+//! snapshots while every CPU writes, all through the VFS as a user program
+//! would (the files are kernel/src/trace/buffer_files.rs's, export.rs's and
+//! snapshot.rs's).
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -267,6 +268,156 @@ fn bigmarker(args: &[String], out: &mut Output) {
     );
 }
 
+/// The `cpu=C seq=K` markers of a `trace`-format text, as sorted ranges of
+/// K per CPU (`nr` CPUs; other lines are skipped).
+fn marker_ranges(text: &str, nr: usize) -> Vec<Vec<(u64, u64)>> {
+    let mut seqs: Vec<Vec<u64>> = alloc::vec![Vec::new(); nr];
+    for line in text.lines() {
+        let Some(i) = line.find("tracing_mark_write: cpu=") else {
+            continue;
+        };
+        let mut f = line[i + "tracing_mark_write: ".len()..].split_whitespace();
+        let cpu = f
+            .next()
+            .and_then(|c| c.strip_prefix("cpu=")?.parse::<usize>().ok());
+        let seq = f
+            .next()
+            .and_then(|k| k.strip_prefix("seq=")?.parse::<u64>().ok());
+        if let (Some(c), Some(k)) = (cpu, seq) {
+            if c < nr {
+                seqs[c].push(k);
+            }
+        }
+    }
+    seqs.into_iter()
+        .map(|mut v| {
+            v.sort_unstable();
+            let mut r: Vec<(u64, u64)> = Vec::new();
+            for k in v {
+                match r.last_mut() {
+                    // A repeated number starts a range of its own, so that
+                    // the reader sees it twice.
+                    Some((_, e)) if *e + 1 == k => *e = k,
+                    _ => r.push((k, k)),
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+/// One line of `ringbuf snapshot`: `ringbuf snapshot WHAT: cpu0=A-B,C-D cpu1=...`.
+fn ranges_line(what: &str, ranges: &[Vec<(u64, u64)>]) -> String {
+    let mut line = format!("ringbuf snapshot {what}:");
+    for (cpu, r) in ranges.iter().enumerate() {
+        let _ = write!(line, " cpu{cpu}=");
+        for (i, (a, b)) in r.iter().enumerate() {
+            let _ = write!(line, "{}{a}-{b}", if i == 0 { "" } else { "," });
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// `ringbuf snapshot N [DIR]`: one thread per CPU writes markers
+/// `cpu=C seq=0` .. `seq=N-1` to `DIR/trace_marker` (DIR defaults to
+/// `/tracing`; a failed write is retried and counted), while this shell
+/// thread, until the first of them is done, takes a snapshot (`echo 1 >
+/// DIR/snapshot`), reads it (`cat DIR/snapshot`) and clears it (`echo 2 >
+/// DIR/snapshot`). Every thread sleeps a little (a timer tick) after each
+/// step, so that a snapshot catches every writer part-way. For each
+/// snapshot read that has markers, and for `DIR/trace` at the end, it
+/// prints them as ranges per CPU, for the test to check that each number
+/// was seen exactly once; then a summary.
+fn snapshot(args: &[String], out: &mut Output) {
+    let Some(n) = args.first().and_then(|a| a.parse::<u64>().ok()) else {
+        println!("usage: ringbuf snapshot N [DIR]");
+        return;
+    };
+    let dir = args.get(1).map_or("/tracing", String::as_str);
+    let (marker, snap, trace) = (
+        format!("{dir}/trace_marker"),
+        format!("{dir}/snapshot"),
+        format!("{dir}/trace"),
+    );
+    let nr = crate::arch::nr_cpus();
+    let retries = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..nr)
+        .map(|cpu| {
+            let (retries, done, marker) = (retries.clone(), done.clone(), marker.clone());
+            crate::sched::spawn_on(cpu, &format!("rbsnap/{cpu}"), move || {
+                let mut seq = 0;
+                while seq < n && !crate::sched::signal_pending() {
+                    let w = vfs::open(&marker, OpenFlags::O_WRONLY)
+                        .and_then(|mut f| f.write_all(format!("cpu={cpu} seq={seq}").as_bytes()));
+                    match w {
+                        Ok(()) => seq += 1,
+                        Err(Errno::EBADF) => {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            println!("ringbuf: {marker}: {e}");
+                            break;
+                        }
+                    }
+                    // A pause, so that each snapshot catches every writer
+                    // part-way rather than one CPU's markers all at once.
+                    crate::sched::sleep_ns(100_000);
+                }
+                done.fetch_add(1, Ordering::AcqRel);
+            })
+        })
+        .collect();
+    let (mut rounds, mut found, mut errors) = (0u64, 0u64, 0u64);
+    // Until the first writer is done: the others' last markers stay in the
+    // live buffer.
+    while done.load(Ordering::Acquire) == 0 && !crate::sched::signal_pending() {
+        let r = vfs::write_file(&snap, b"1\n")
+            .and_then(|_| vfs::read_file(&snap))
+            .and_then(|text| {
+                let text = String::from_utf8_lossy(&text);
+                let ranges = marker_ranges(&text, nr);
+                // Rounds that found nothing are only counted.
+                if ranges.iter().any(|r| !r.is_empty()) {
+                    found += 1;
+                    out.emit_str("ringbuf", &ranges_line(&format!("round {rounds}"), &ranges));
+                }
+                vfs::write_file(&snap, b"2\n")
+            });
+        match r {
+            Ok(()) => rounds += 1,
+            Err(e) => {
+                errors += 1;
+                println!("ringbuf: {snap}: {e}");
+                break;
+            }
+        }
+        // As the writers: a pause lets this CPU's writer run too.
+        crate::sched::sleep_ns(100_000);
+    }
+    for h in handles {
+        h.join();
+    }
+    match vfs::read_file(&trace) {
+        Ok(text) => {
+            let text = String::from_utf8_lossy(&text);
+            out.emit_str("ringbuf", &ranges_line("live", &marker_ranges(&text, nr)));
+        }
+        Err(e) => {
+            errors += 1;
+            println!("ringbuf: {trace}: {e}");
+        }
+    }
+    out.emit_str(
+        "ringbuf",
+        &format!(
+            "ringbuf snapshot: {rounds} rounds, {found} with markers, {errors} errors, {} retried writes\n",
+            retries.load(Ordering::Relaxed)
+        ),
+    );
+}
+
 /// The `ringbuf` shell command.
 pub fn command(args: &[String], out: &mut Output) {
     match args.first().map(String::as_str) {
@@ -274,8 +425,9 @@ pub fn command(args: &[String], out: &mut Output) {
         Some("resize") => resize(&args[1..], out),
         Some("rawdump") => rawdump(&args[1..], out),
         Some("bigmarker") => bigmarker(&args[1..], out),
+        Some("snapshot") => snapshot(&args[1..], out),
         _ => println!(
-            "usage: ringbuf markers N [CPU] | resize ROUNDS KB[,KB...] | rawdump CPU | bigmarker LEN"
+            "usage: ringbuf markers N [CPU] | resize ROUNDS KB[,KB...] | rawdump CPU | bigmarker LEN | snapshot N [DIR]"
         ),
     }
 }

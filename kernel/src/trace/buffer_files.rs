@@ -31,10 +31,12 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use spin::Mutex;
+use spin::{Mutex, MutexGuard};
 use tracer::entry::{PrintEntry, TRACE_PRINT};
 use tracer::options::TraceOption;
-use tracer::ring_buffer::{nr_pages_for, Cpus, RingBufferError, BUF_MAX_DATA_SIZE, PAGE_SIZE};
+use tracer::ring_buffer::{
+    nr_pages_for, Cpus, RingBuffer, RingBufferError, BUF_MAX_DATA_SIZE, PAGE_SIZE,
+};
 
 use super::control;
 use super::trace::{self, TraceArray};
@@ -50,6 +52,12 @@ const CLOCK_NAME_MAX: usize = 64;
 /// (Linux's `trace_types_lock` around `tracing_resize_ring_buffer`).
 static RESIZE_LOCK: Mutex<()> = Mutex::new(());
 
+/// Holds off every other resize while the guard lives (the snapshot keeps
+/// the sizes it matched until it has swapped the buffers).
+pub(crate) fn lock_resizes() -> MutexGuard<'static, ()> {
+    RESIZE_LOCK.lock()
+}
+
 /// Resizes the buffer of `cpus` to `size` bytes per CPU (Linux:
 /// `tracing_resize_ring_buffer` -> `ring_buffer_resize`). As Linux checks
 /// `si_mem_available()` before allocating, a size whose new pages do not fit
@@ -57,29 +65,42 @@ static RESIZE_LOCK: Mutex<()> = Mutex::new(());
 /// fails (fragmented heap, or `Busy` while `trace` is being read), the CPUs
 /// already resized get their old size back.
 pub fn tracing_resize_ring_buffer(tr: &TraceArray, size: usize, cpus: Cpus) -> Result<(), Errno> {
+    let locked = lock_resizes();
+    resize_ring_buffer(&locked, &tr.buffer, tr.nr_cpus, size, cpus)
+}
+
+/// [`tracing_resize_ring_buffer`] of any buffer of a trace array with
+/// `nr_cpus` CPUs (the live one, or the snapshot's spare), under
+/// [`lock_resizes`].
+pub(crate) fn resize_ring_buffer(
+    _locked: &MutexGuard<'static, ()>,
+    buffer: &RingBuffer,
+    nr_cpus: usize,
+    size: usize,
+    cpus: Cpus,
+) -> Result<(), Errno> {
     let targets: Vec<usize> = match cpus {
-        Cpus::All => (0..tr.nr_cpus).collect(),
-        Cpus::One(c) if c < tr.nr_cpus => alloc::vec![c],
+        Cpus::All => (0..nr_cpus).collect(),
+        Cpus::One(c) if c < nr_cpus => alloc::vec![c],
         Cpus::One(_) => return Err(Errno::EINVAL),
     };
-    let _guard = RESIZE_LOCK.lock();
     let new_pages = nr_pages_for(size);
     // Each page is a 4 KiB data page plus its bookkeeping.
     let page_cost = PAGE_SIZE + 128;
     let need = targets
         .iter()
-        .map(|&c| new_pages.saturating_sub(tr.buffer.nr_pages(c)))
+        .map(|&c| new_pages.saturating_sub(buffer.nr_pages(c)))
         .fold(0usize, |a, n| a.saturating_add(n))
         .saturating_mul(page_cost);
     let (_, free) = crate::mm::heap::usage();
     if need.saturating_add(RESIZE_HEAP_RESERVE) > free {
         return Err(Errno::ENOMEM);
     }
-    let old: Vec<usize> = targets.iter().map(|&c| tr.buffer.size_per_cpu(c)).collect();
+    let old: Vec<usize> = targets.iter().map(|&c| buffer.size_per_cpu(c)).collect();
     for (i, &c) in targets.iter().enumerate() {
-        if let Err(e) = tr.buffer.resize(Cpus::One(c), size) {
+        if let Err(e) = buffer.resize(Cpus::One(c), size) {
             for (&d, &was) in targets[..i].iter().zip(&old) {
-                let _ = tr.buffer.resize(Cpus::One(d), was);
+                let _ = buffer.resize(Cpus::One(d), was);
             }
             return Err(match e {
                 RingBufferError::Alloc => Errno::ENOMEM,

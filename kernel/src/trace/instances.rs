@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
-use super::{buffer_files, control, events, export, trace};
+use super::{buffer_files, control, events, export, snapshot, trace};
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
 
@@ -42,6 +42,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
     buffer_files::init_tr(tr, dir)?;
     export::init_tr(tr, dir)?;
     events::init_tr(tr, dir)?;
+    snapshot::init_tr(tr, dir)?;
     Ok(())
 }
 

@@ -17,6 +17,7 @@ pub mod graph;
 pub mod instances;
 pub mod printk;
 pub mod selftest;
+pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
 pub mod tracepoint_stress;
@@ -37,6 +38,7 @@ pub fn init() {
     let result = instances::init_tracer_tracefs(&tr, &root)
         .and_then(|_| ftrace::init_tracefs(&root))
         .and_then(|_| buffer_files::init(&root))
+        .and_then(|_| snapshot::init())
         .and_then(|_| functions::init(&root))
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))

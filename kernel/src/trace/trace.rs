@@ -36,6 +36,13 @@ pub struct TraceArray {
     /// The instance's name, empty for the top level.
     pub name: String,
     pub buffer: RingBuffer,
+    /// The snapshot's spare buffer (Linux: `tr->max_buffer`): minimal until
+    /// `echo 1 > snapshot` grows it to the live buffer's size and swaps the
+    /// two, CPU by CPU (`RingBuffer::swap_cpu`). Freed with the array, never
+    /// before: a writer may still finish an event in pages swapped into it.
+    pub max_buffer: RingBuffer,
+    /// The state of the `snapshot` files (see `super::snapshot`).
+    pub snapshot: super::snapshot::TrSnapshot,
     pub options: Mutex<TraceOptions>,
     /// CPUs the buffer was created for.
     pub nr_cpus: usize,
@@ -71,6 +78,9 @@ impl TraceArray {
         Ok(TraceArray {
             name: String::from(name),
             buffer: RingBuffer::new(nr, size).map_err(|_| crate::fs::Errno::ENOMEM)?,
+            // Size 0: the minimum (2 pages per CPU).
+            max_buffer: RingBuffer::new(nr, 0).map_err(|_| crate::fs::Errno::ENOMEM)?,
+            snapshot: super::snapshot::TrSnapshot::default(),
             options: Mutex::new(TraceOptions::new()),
             nr_cpus: nr,
             stop_count: Mutex::new(0),
@@ -478,10 +488,10 @@ pub fn current_tracer_kind(tr: &TraceArray) -> TracerKind {
 /// while the reader lives. `cpu` None, or a CPU that is not shown, gives an
 /// empty reader.
 fn iter_reader(
-    tr: &TraceArray,
+    buffer: &RingBuffer,
     cpu: Option<usize>,
 ) -> core::iter::Peekable<impl Iterator<Item = TraceRecord> + '_> {
-    let mut it = cpu.and_then(|c| tr.buffer.iter(c));
+    let mut it = cpu.and_then(|c| buffer.iter(c));
     core::iter::from_fn(move || {
         it.as_mut()?
             .next_with(|ts, p| TraceRecord::new(ts, p.to_vec()))
@@ -569,15 +579,41 @@ pub fn print_trace(
     cpu: Option<usize>,
     out: &mut TraceSeq,
 ) {
+    print_buffer(tr, &tr.buffer, tracer, cpu, None, out);
+}
+
+/// The text of `snapshot` (`cpu` None) or of `per_cpu/cpuN/snapshot`: as
+/// [`print_trace`] for the spare buffer, with Linux's help text when it is
+/// empty. The caller holds the snapshot lock (no swap meanwhile).
+pub fn print_snapshot(
+    tr: &TraceArray,
+    tracer: &control::Tracer,
+    cpu: Option<usize>,
+    help: tracer::output::header::SnapshotHelp,
+    out: &mut TraceSeq,
+) {
+    print_buffer(tr, &tr.max_buffer, tracer, cpu, Some(help), out);
+}
+
+/// [`print_trace`] of `buffer` (the live one or the spare), with the
+/// snapshot file's help text when `snapshot` is given and nothing shows.
+fn print_buffer(
+    tr: &TraceArray,
+    buffer: &RingBuffer,
+    tracer: &control::Tracer,
+    cpu: Option<usize>,
+    snapshot: Option<tracer::output::header::SnapshotHelp>,
+    out: &mut TraceSeq,
+) {
     let stats = BufferStats {
-        entries: tr.buffer.entries(),
-        written: tr.buffer.entries_written(),
+        entries: buffer.entries(),
+        written: buffer.entries_written(),
         online_cpus: arch::nr_cpus() as u32,
     };
     let shown = |c: usize| cpu.is_none_or(|x| x == c);
     let overruns = (0..tr.nr_cpus)
         .filter(|c| shown(*c))
-        .any(|c| tr.buffer.overrun_cpu(c) != 0);
+        .any(|c| buffer.overrun_cpu(c) != 0);
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let kind = TracerKind::from_name(tracer.name).unwrap_or(TracerKind::Nop);
@@ -585,19 +621,18 @@ pub fn print_trace(
     let output = tracer.output.map(|open| open(tr.nr_cpus));
     let mut src = Merger::from_readers(
         (0..tr.nr_cpus)
-            .map(|c| iter_reader(tr, shown(c).then_some(c)))
+            .map(|c| iter_reader(buffer, shown(c).then_some(c)))
             .collect(),
     );
-    write_trace_file(
-        out,
-        cfg,
-        output,
-        &stats,
-        &latency_info(),
-        &mut src,
-        tr.nr_cpus,
-        overruns,
-    );
+    let lat = latency_info();
+    match snapshot {
+        None => write_trace_file(
+            out, cfg, output, &stats, &lat, &mut src, tr.nr_cpus, overruns,
+        ),
+        Some(help) => tracer::output::write_snapshot_file(
+            out, cfg, output, &stats, &lat, &mut src, tr.nr_cpus, overruns, help,
+        ),
+    }
 }
 
 /// The event lines of `trace` for the current tracer, without the header.
@@ -607,7 +642,11 @@ pub fn print_trace_events(tr: &TraceArray, out: &mut TraceSeq) {
     let cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
     let overruns = (0..tr.nr_cpus).any(|c| tr.buffer.overrun_cpu(c) != 0);
     let state = open_iter(tr, tr.current_tracer(), overruns);
-    let mut src = Merger::from_readers((0..tr.nr_cpus).map(|c| iter_reader(tr, Some(c))).collect());
+    let mut src = Merger::from_readers(
+        (0..tr.nr_cpus)
+            .map(|c| iter_reader(&tr.buffer, Some(c)))
+            .collect(),
+    );
     TraceIter::resume(cfg, state).print_all(&mut src, out);
 }
 
