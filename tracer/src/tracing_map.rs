@@ -147,6 +147,30 @@ pub fn jhash(key: &[u64], initval: u32) -> u32 {
 /// A slot whose claimer found no free element: skipped by every probe.
 const TOMBSTONE: u32 = u32::MAX;
 
+/// [`jhash`] of a one-word key, unrolled: the hash of the common single
+/// numeric key in a few dozen instructions.
+#[inline(always)]
+pub fn jhash_word(k: u64) -> u32 {
+    let init = 0xdead_beefu32.wrapping_add(8);
+    let mut a = init.wrapping_add(k as u32);
+    let mut b = init.wrapping_add((k >> 32) as u32);
+    let mut c = init;
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b;
+    c.wrapping_sub(b.rotate_left(24))
+}
+
 /// One slot of the table (`struct tracing_map_entry`): the key's hash (0:
 /// free) and the element, as its index + 1 (0: not yet published,
 /// [`TOMBSTONE`]: never will be).
@@ -329,7 +353,11 @@ impl TracingMap {
             self.drops.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        let mut h = jhash(key, 0);
+        let mut h = if key.len() == 1 {
+            jhash_word(key[0])
+        } else {
+            jhash(key, 0)
+        };
         if h == 0 {
             h = 1;
         }
@@ -405,9 +433,13 @@ impl TracingMap {
     #[inline(always)]
     fn keys_match(&self, elt: &Elt<'_>, key: &[u64]) -> bool {
         let base = elt.idx * self.key_words;
-        key.iter()
-            .enumerate()
-            .all(|(i, &w)| self.keys[base + i].load(Ordering::Relaxed) == w)
+        match self.keys.get(base..base + key.len()) {
+            Some(stored) => stored
+                .iter()
+                .zip(key)
+                .all(|(s, &w)| s.load(Ordering::Relaxed) == w),
+            None => false,
+        }
     }
 
     /// `atomic_fetch_add_unless(&next_elt, 1, max_elts)`.
@@ -519,6 +551,8 @@ mod tests {
         assert_eq!(jhash(&[1], 0), 0x5543253f);
         let k = [0x123456789abcdef0, 0xdc0, 7, u64::MAX];
         assert_eq!(jhash(&k[..1], 0), 0x123116fe);
+        assert_eq!(jhash_word(k[0]), 0x123116fe);
+        assert_eq!(jhash_word(0), 0x58c184bf);
         assert_eq!(jhash(&k[..2], 0), 0xaac5969d);
         assert_eq!(jhash(&k[..3], 0), 0x746a2493);
         assert_eq!(jhash(&k, 0), 0x47ed852c);

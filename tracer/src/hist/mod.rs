@@ -637,6 +637,8 @@ pub struct HistTrigger {
     /// A single numeric key: the key is that one word (the fast path).
     simple_key: bool,
     execname: bool,
+    /// See [`needs_ctx`](Self::needs_ctx).
+    needs_ctx: bool,
 }
 
 impl HistTrigger {
@@ -651,12 +653,19 @@ impl HistTrigger {
         )
         .ok_or(Errno::ENOMEM)?;
         let simple_key = spec.keys.len() == 1 && !spec.keys[0].is_string();
+        let needs_ctx = execname
+            || spec
+                .keys
+                .iter()
+                .chain(spec.vals.iter())
+                .any(|f| matches!(f.src, Source::Timestamp | Source::Cpu));
         Ok(HistTrigger {
             spec,
             map,
             paused: AtomicBool::new(paused),
             simple_key,
             execname,
+            needs_ctx,
         })
     }
 
@@ -671,6 +680,14 @@ impl HistTrigger {
     /// Whether the event's timestamp is used (`common_timestamp`).
     pub fn uses_timestamps(&self) -> bool {
         self.spec.timestamps()
+    }
+
+    /// Whether [`update`](Self::update) reads its [`HistCtx`] (the
+    /// timestamp, the CPU or, for `.execname`, the task's name); when not,
+    /// the probe need not fill it in.
+    #[inline(always)]
+    pub fn needs_ctx(&self) -> bool {
+        self.needs_ctx
     }
 
     /// Counts one event (`event_hist_trigger()`): builds the key from
