@@ -20,14 +20,15 @@
 //!   adds its pids (`>` empties the list at open first), a bad number is
 //!   `EINVAL` and keeps the list; how the lists filter is
 //!   [`super::event_pid`].
-//! - `filter` (events/SYSTEM/ and each event) and `trigger` (each event)
-//!   show what Linux shows with no filter or trigger. Filters and
-//!   triggers are not built yet: a filter write of `0` (clear) succeeds,
-//!   any expression is `EINVAL`; a trigger write that removes one of the
-//!   simple triggers succeeds (none is set), setting one is `EINVAL`.
-//!   Linux would accept a correct expression or trigger: this kernel says
-//!   it cannot rather than pretend. The `ftrace` system has no `filter`
-//!   and no `enable`, and only `ftrace/print` has a `trigger`, as on Linux.
+//! - `filter` (events/SYSTEM/ and each event) shows what Linux shows with
+//!   no filter. Filters are not built yet: a filter write of `0` (clear)
+//!   succeeds, any expression is `EINVAL`. Linux would accept a correct
+//!   expression: this kernel says it cannot rather than pretend.
+//! - each event's `trigger` is [`super::trigger`]'s. The `ftrace` system
+//!   has no `filter` and no `enable`, and only `ftrace/print` has a
+//!   `trigger`, as on Linux; that one lists the commands, and setting a
+//!   trigger there is `EINVAL` (trace_marker writes do not run triggers
+//!   here).
 use alloc::boxed::Box;
 use alloc::collections::BTreeSet;
 use alloc::string::String;
@@ -200,7 +201,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         system_enable_open(&t, None)
     })?;
     let mut systems = BTreeSet::new();
-    for file in tr.events.files() {
+    for (index, file) in tr.events.files().iter().enumerate() {
         let (system, name) = (file.call.system, file.call.name);
         let sys = tracefs::get_or_create_dir(&events, system)?;
         let d = tracefs::get_or_create_dir(&sys, name)?;
@@ -213,7 +214,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
             || set_event::EVENT_FILTER_NONE.into(),
             filter_write,
         )?;
-        fixed_file(&d, "trigger", set_event::trigger_text_empty, trigger_write)?;
+        super::trigger::create_trigger_file(&d, tr, index)?;
         if systems.insert(system) {
             let t = tr.clone();
             tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {
@@ -236,7 +237,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         fixed_file(
             &print,
             "trigger",
-            set_event::trigger_text_empty,
+            super::trigger::available_triggers_text,
             trigger_write,
         )?;
     }

@@ -48,6 +48,11 @@ pub mod flags {
     pub const SOFT_MODE: u32 = 1 << 5;
     /// Registered, but the records are dropped.
     pub const SOFT_DISABLED: u32 = 1 << 6;
+    /// The event has triggers: the probe calls them.
+    pub const TRIGGER_MODE: u32 = 1 << 7;
+    /// One of its triggers has a filter, runs after the record or needs
+    /// it: the probe builds the record before calling them.
+    pub const TRIGGER_COND: u32 = 1 << 8;
     /// `set_event_pid` has a list: ask the pid filter.
     pub const PID_FILTER: u32 = 1 << 9;
     /// Was enabled once (never cleared).
@@ -82,6 +87,11 @@ pub struct TraceEventFile {
     /// The trace array that owns this file and whose buffer the probe
     /// writes (Linux: `file->tr`).
     tr: *const TraceArray,
+    /// Soft references: triggers that may enable this event (Linux:
+    /// `sm_ref`). Changed under the event mutex.
+    sm_ref: AtomicU32,
+    /// The triggers on this event (Linux: `file->triggers`).
+    pub triggers: super::trigger::EventTriggers,
 }
 
 // SAFETY: `tr` is only read; it points to the trace array that owns this
@@ -105,14 +115,15 @@ impl TraceEventFile {
         self.flags.load(Ordering::Acquire)
     }
 
-    /// Sets `bits` in the flags (for the pid filter and triggers).
-    pub fn set_flags(&self, bits: u32) {
-        self.flags.fetch_or(bits, Ordering::AcqRel);
+    /// Sets `bits` in the flags (for the pid filter and triggers);
+    /// returns the flags before.
+    pub fn set_flags(&self, bits: u32) -> u32 {
+        self.flags.fetch_or(bits, Ordering::AcqRel)
     }
 
-    /// Clears `bits` in the flags.
-    pub fn clear_flags(&self, bits: u32) {
-        self.flags.fetch_and(!bits, Ordering::AcqRel);
+    /// Clears `bits` in the flags; returns the flags before.
+    pub fn clear_flags(&self, bits: u32) -> u32 {
+        self.flags.fetch_and(!bits, Ordering::AcqRel)
     }
 
     /// Whether the probe is registered (soft-disabled events count as
@@ -135,15 +146,20 @@ impl TraceEventFile {
         format!("{}{}\n", on as u8, if soft { "*" } else { "" })
     }
 
-    /// The probe's first test (Linux: `trace_trigger_soft_disabled`):
-    /// true if the record must not be written.
+    /// The probe's first test: whether the record needs more than "reserve
+    /// and fill" (a trigger, soft-disable, a pid list), which
+    /// [`trace_event_slow`] handles. One load and one test when not.
     #[inline(always)]
-    pub fn trace_trigger_soft_disabled(&self) -> bool {
-        let f = self.flags();
-        if f & (flags::SOFT_DISABLED | flags::PID_FILTER) == 0 {
-            return false;
-        }
-        f & flags::SOFT_DISABLED != 0 || super::event_pid::trace_event_ignore_this_pid(self)
+    pub fn needs_slow_path(&self) -> bool {
+        self.flags() & (flags::SOFT_DISABLED | flags::PID_FILTER | flags::TRIGGER_MODE) != 0
+    }
+
+    /// Whether a record must be dropped (soft-disabled, or the current
+    /// task is not traced in this array).
+    #[inline]
+    fn discard(&self, f: u32) -> bool {
+        f & flags::SOFT_DISABLED != 0
+            || (f & flags::PID_FILTER != 0 && super::event_pid::trace_event_ignore_this_pid(self))
     }
 }
 
@@ -153,6 +169,51 @@ impl TraceEventFile {
 #[inline(always)]
 pub fn trace_event_buffer_write(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mut [u8])) {
     trace_buffer_write_full(file.tr(), len, fill);
+}
+
+/// The largest record [`trace_event_slow`] builds on the stack: every
+/// declared event's fixed part and one string of
+/// `tracer::trace_events::DATA_LOC_STR_MAX` bytes fit.
+const REC_STACK_MAX: usize = 1280;
+
+/// The probe's path when [`TraceEventFile::needs_slow_path`] (Linux:
+/// `trace_trigger_soft_disabled`, `trace_event_buffer_commit` and
+/// `__event_trigger_test_discard`). True if the probe is done, false if it
+/// is to write the record itself.
+///
+/// Without `TRIGGER_COND` the triggers run first, with no record, even if
+/// the event is soft-disabled; then the record is dropped or left to the
+/// probe. With `TRIGGER_COND` the record is built here, on the stack: the
+/// triggers whose filter accepts it run (post-triggers, `traceoff` and
+/// `stacktrace`, are only noted), the record is copied into the buffer
+/// unless it is dropped, and then the noted post-triggers run, so the
+/// event that turns tracing off is still in the trace.
+#[inline(always)]
+pub fn trace_event_slow(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    let f = file.flags();
+    if f & flags::TRIGGER_COND == 0 || len > REC_STACK_MAX {
+        if f & flags::TRIGGER_MODE != 0 {
+            super::trigger::event_triggers_call(file, None);
+        }
+        return file.discard(f);
+    }
+    let mut stack = core::mem::MaybeUninit::<[u8; REC_STACK_MAX]>::uninit();
+    // SAFETY: the first `len` bytes (len <= REC_STACK_MAX) are zeroed
+    // before the slice is made, so it covers initialized bytes only.
+    let rec = unsafe {
+        let p = stack.as_mut_ptr().cast::<u8>();
+        core::ptr::write_bytes(p, 0, len);
+        core::slice::from_raw_parts_mut(p, len)
+    };
+    fill(rec);
+    let tt = super::trigger::event_triggers_call(file, Some(rec));
+    if !file.discard(file.flags()) {
+        trace_event_buffer_write(file, len, |buf| buf.copy_from_slice(rec));
+    }
+    if tt != 0 {
+        super::trigger::event_triggers_post_call(file, tt);
+    }
+    true
 }
 
 /// The probe stage (see the module doc). Invoked by a system's declaration
@@ -180,7 +241,7 @@ macro_rules! define_event_probes {
                     // unregistered before its trace array goes, with a
                     // grace period between.
                     let file = unsafe { &*(data as *const $crate::trace::events::TraceEventFile) };
-                    if file.trace_trigger_soft_disabled() {
+                    if file.needs_slow_path() && [<trace_event_discard_ $name>](file, $($arg),*) {
                         return;
                     }
                     let len = ::tracer::trace_events::$system::$name::size($($arg),*);
@@ -191,6 +252,26 @@ macro_rules! define_event_probes {
                             $($arg),*
                         )
                     });
+                }
+
+                #[doc = concat!("The slow path of `", stringify!($system), ":", stringify!($name),
+                    "`'s probe (see `trace_event_slow`): true if the probe is done (the ",
+                    "record dropped, or written here), false if it writes the record.")]
+                #[cold]
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments)]
+                fn [<trace_event_discard_ $name>](
+                    file: &$crate::trace::events::TraceEventFile,
+                    $($arg: $argty),*
+                ) -> bool {
+                    let len = ::tracer::trace_events::$system::$name::size($($arg),*);
+                    $crate::trace::events::trace_event_slow(file, len, |buf: &mut [u8]| {
+                        ::tracer::trace_events::$system::$name::write(
+                            buf,
+                            $crate::trace::trace::trace_entry_word($id),
+                            $($arg),*
+                        )
+                    })
                 }
 
                 fn [<__reg_ $name>](
@@ -322,6 +403,54 @@ pub fn ftrace_event_enable_disable_locked(
     Ok(())
 }
 
+/// Takes (`enable`) or drops a soft reference on `file`, with the event
+/// mutex held (Linux: `__ftrace_event_enable_disable(file, enable, 1)`):
+/// the first makes the event SOFT_MODE and, if it was off, registers its
+/// probe soft-disabled, so that a trigger can start its records with one
+/// bit; the last leaves SOFT_MODE and unregisters the probe if the event
+/// is still soft-disabled. On error nothing has changed.
+pub fn event_soft_enable_disable_locked(
+    _guard: &MutexGuard<'static, ()>,
+    file: &TraceEventFile,
+    enable: bool,
+) -> Result<(), Errno> {
+    if enable {
+        if file.sm_ref.load(Ordering::Relaxed) > 0 {
+            file.sm_ref.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let f = file.flags();
+        if f & flags::ENABLED == 0 {
+            file.set_flags(flags::SOFT_DISABLED | flags::SOFT_MODE);
+            if let Err(e) = (file.reg)(file, true) {
+                file.clear_flags(flags::SOFT_DISABLED | flags::SOFT_MODE);
+                return Err(e);
+            }
+            file.set_flags(flags::ENABLED | flags::WAS_ENABLED);
+        } else {
+            file.set_flags(flags::SOFT_MODE);
+        }
+        file.sm_ref.store(1, Ordering::Relaxed);
+    } else {
+        match file.sm_ref.load(Ordering::Relaxed) {
+            0 => return Ok(()),
+            1 => {}
+            n => {
+                file.sm_ref.store(n - 1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
+        let f = file.flags();
+        if f & flags::SOFT_DISABLED != 0 && f & flags::ENABLED != 0 {
+            (file.reg)(file, false)?;
+            file.clear_flags(flags::ENABLED);
+        }
+        file.clear_flags(flags::SOFT_MODE | flags::SOFT_DISABLED);
+        file.sm_ref.store(0, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 /// `available_events`: `system:event` per line.
 pub fn available_events() -> String {
     let mut s = String::new();
@@ -369,6 +498,8 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
                 flags: AtomicU32::new(0),
                 reg: e.reg,
                 tr: tr_ptr,
+                sm_ref: AtomicU32::new(0),
+                triggers: super::trigger::EventTriggers::new(),
             })
             .collect()
     });
@@ -416,8 +547,10 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
 pub fn del_tr(tr: &TraceArray) {
     let guard = event_mutex();
     super::event_pid::del_tr(tr);
+    super::trigger::clear_event_triggers(&guard, tr);
     for file in tr.events.files() {
-        // No triggers exist yet to hold a soft reference; drop it anyway.
+        // Only triggers take soft references, and they are gone.
+        file.sm_ref.store(0, Ordering::Relaxed);
         file.clear_flags(flags::SOFT_MODE);
         if let Err(e) = ftrace_event_enable_disable_locked(&guard, file, false) {
             println!("trace events: cannot disable {}: {e:?}", file.full_name());

@@ -21,6 +21,7 @@ pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
 pub mod tracepoint_stress;
+pub mod trigger;
 
 use tracer::trace_events::TaskInfo;
 
@@ -30,6 +31,7 @@ use tracer::trace_events::TaskInfo;
 pub fn init() {
     control::init();
     trace::init();
+    trigger::register_trigger_cmds();
     register_sched_hooks();
     let root = crate::fs::tracefs::root();
     let Some(tr) = trace::global_trace_arc() else {
