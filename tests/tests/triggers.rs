@@ -1,8 +1,8 @@
 //! QEMU tests of event triggers (`events/SYSTEM/EVENT/trigger`): a
 //! counted `traceoff` fires exactly its count, `enable_event` and
 //! `disable_event` switch another event at the command that hits the
-//! trigger, `stacktrace` records the caller, a count and an `if` filter
-//! combine, triggers are per trace array,
+//! trigger, `stacktrace` records the caller, `snapshot` keeps the trace
+//! as it was at the firing, a count and an `if` filter combine, triggers are per trace array,
 //! and bad writes give Linux's errno and install nothing. The shell's own
 //! `shell_command_entry` event fires once at the start of every command
 //! line, which makes the firings deterministic. Texts and errnos were
@@ -41,7 +41,7 @@ fn events(k: &mut Kernel, trace: &str) -> Vec<String> {
 fn counts_enable_event_stacktrace_instances_and_errors() {
     let mut k = Kernel::boot(&["--smp", "2"]);
     let help = "# Available triggers:\n\
-                # traceon traceoff stacktrace enable_event disable_event\n";
+                # traceon traceoff snapshot stacktrace enable_event disable_event\n";
     assert_eq!(run(&mut k, &format!("cat {ENTRY}/trigger")), help);
 
     // Bad writes: Linux's errno, nothing installed, no soft mode left.
@@ -297,6 +297,68 @@ fn counts_enable_event_stacktrace_instances_and_errors() {
         run(&mut k, &format!("echo '!traceoff' > {exit}/trigger")),
         ""
     );
+
+    // snapshot: setting it allocates the spare buffer; the next command's
+    // start swaps the buffers before its own record, so the snapshot holds
+    // the trace as it was then and the live buffer goes on from there.
+    assert_eq!(run(&mut k, &format!("echo 1 > {ENTRY}/enable")), "");
+    assert_eq!(run(&mut k, &format!("echo > {T}/trace")), "");
+    assert_eq!(run(&mut k, &format!("echo one > {T}/trace_marker")), "");
+    assert_eq!(
+        run(&mut k, &format!("echo snapshot:1 > {ENTRY}/trigger")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo two > {T}/trace_marker")), "");
+    let marker_or_entry = |k: &mut Kernel, file: &str| -> Vec<String> {
+        events(k, file)
+            .into_iter()
+            .map(|e| match e.split_once(": tracing_mark_write: ") {
+                Some((_, m)) => format!("marker {m}"),
+                None => e,
+            })
+            .collect()
+    };
+    assert_eq!(
+        marker_or_entry(&mut k, &format!("{T}/snapshot")),
+        [
+            format!("entry echo one > {T}/trace_marker"),
+            "marker one".to_string(),
+            format!("entry echo snapshot:1 > {ENTRY}/trigger"),
+        ]
+    );
+    assert_eq!(
+        marker_or_entry(&mut k, &format!("{T}/trace")),
+        [
+            format!("entry echo two > {T}/trace_marker"),
+            "marker two".to_string(),
+            format!("entry cat {T}/snapshot"),
+            format!("entry cat {T}/trace"),
+        ]
+    );
+    assert_eq!(
+        run(&mut k, &format!("cat {ENTRY}/trigger")),
+        "snapshot:count=0\n"
+    );
+    // A spare freed under the trigger: Linux's message, and tracing stops.
+    assert_eq!(
+        run(&mut k, &format!("echo '!snapshot' > {ENTRY}/trigger")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo snapshot > {ENTRY}/trigger")), "");
+    assert_eq!(run(&mut k, &format!("echo 0 > {T}/snapshot")), "");
+    assert_eq!(run(&mut k, &format!("cat {T}/tracing_on")), "0\n");
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    assert!(
+        trace.contains(": *** SNAPSHOT NOT ALLOCATED ***\n")
+            && trace.contains(": *** stopping trace here!   ***\n"),
+        "{trace}"
+    );
+    assert_eq!(
+        run(&mut k, &format!("echo '!snapshot' > {ENTRY}/trigger")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo 1 > {T}/tracing_on")), "");
+    assert_eq!(run(&mut k, &format!("echo 0 > {ENTRY}/enable")), "");
 
     // Triggers are per trace array: foo's traceoff stops foo only, and its
     // enable_event switches foo's vfs_open, not the top level's.

@@ -58,6 +58,12 @@ pub(crate) fn lock_resizes() -> MutexGuard<'static, ()> {
     RESIZE_LOCK.lock()
 }
 
+/// [`lock_resizes`] for a probe, which cannot wait: None if a resize (or a
+/// snapshot) holds the lock.
+pub(crate) fn try_lock_resizes() -> Option<MutexGuard<'static, ()>> {
+    RESIZE_LOCK.try_lock()
+}
+
 /// Resizes the buffer of `cpus` to `size` bytes per CPU (Linux:
 /// `tracing_resize_ring_buffer` -> `ring_buffer_resize`). As Linux checks
 /// `si_mem_available()` before allocating, a size whose new pages do not fit

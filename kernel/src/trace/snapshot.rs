@@ -55,6 +55,10 @@ pub struct TrSnapshot {
     allocated: AtomicBool,
     /// Serialises the snapshot files' writes and reads.
     lock: Mutex<()>,
+    /// A `snapshot` trigger swapped the buffers from a probe, which cannot
+    /// wait for the writers still in the swapped-out pages: the next user
+    /// of the spare waits a grace period first ([`settle`]).
+    swapped_in_probe: AtomicBool,
 }
 
 impl TrSnapshot {
@@ -158,11 +162,77 @@ fn free_snapshot(tr: &TraceArray) -> Result<(), Errno> {
     Ok(())
 }
 
+/// After a swap by a trigger, waits for the writers that may still be in
+/// the swapped-out pages. The caller holds the snapshot lock.
+fn settle(tr: &TraceArray) {
+    if tr.snapshot.swapped_in_probe.swap(false, Ordering::AcqRel) {
+        crate::rcu::synchronize_sched();
+    }
+}
+
+/// Gives `tr` its spare buffer at the live buffer's size, if it has none
+/// (Linux: `tracing_alloc_snapshot_instance`, run when a `snapshot`
+/// trigger is set).
+pub fn tracing_alloc_snapshot_instance(tr: &TraceArray) -> Result<(), Errno> {
+    let _guard = tr.snapshot.lock.lock();
+    if tr.snapshot.allocated() {
+        return Ok(());
+    }
+    let all: Vec<usize> = (0..tr.nr_cpus).collect();
+    let locked = buffer_files::lock_resizes();
+    if let Err(e) = match_sizes(tr, &locked, &all) {
+        let _ = buffer_files::resize_ring_buffer(&locked, &tr.max_buffer, tr.nr_cpus, 0, Cpus::All);
+        return Err(e);
+    }
+    tr.snapshot.allocated.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Why [`tracing_snapshot_instance`] did not swap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SnapshotFail {
+    /// No spare buffer (`echo 0 > snapshot` freed it).
+    NotAllocated,
+    /// A snapshot file, a resize or another swap is in progress, or the
+    /// live buffer was resized since the spare was allocated.
+    Busy,
+}
+
+/// Swaps `tr`'s live and spare buffers from a probe (Linux:
+/// `tracing_snapshot_instance`, for the `snapshot` trigger): no lock is
+/// waited for and nothing is allocated; if the snapshot files or a resize
+/// hold their locks, or the sizes no longer match, nothing happens. The
+/// grace period the swap needs is left to the next reader ([`settle`]).
+pub fn tracing_snapshot_instance(tr: &TraceArray) -> Result<(), SnapshotFail> {
+    if !tr.snapshot.allocated() {
+        return Err(SnapshotFail::NotAllocated);
+    }
+    let Some(_guard) = tr.snapshot.lock.try_lock() else {
+        return Err(SnapshotFail::Busy);
+    };
+    let Some(_locked) = buffer_files::try_lock_resizes() else {
+        return Err(SnapshotFail::Busy);
+    };
+    if (0..tr.nr_cpus).any(|c| tr.max_buffer.nr_pages(c) != tr.buffer.nr_pages(c)) {
+        return Err(SnapshotFail::Busy);
+    }
+    for c in 0..tr.nr_cpus {
+        // SAFETY: as in `take_snapshot`: both buffers live as long as `tr`,
+        // and the swapped-out pages are read, cleared or resized only under
+        // the snapshot lock, after `settle` has waited for a grace period
+        // because of the flag set below.
+        let _ = unsafe { tr.buffer.swap_cpu(&tr.max_buffer, c) };
+    }
+    tr.snapshot.swapped_in_probe.store(true, Ordering::Release);
+    Ok(())
+}
+
 /// A write to `snapshot` (`cpu` None) or `per_cpu/cpuN/snapshot` (Linux:
 /// `tracing_snapshot_write`).
 fn snapshot_write(tr: &TraceArray, cpu: Option<usize>, text: &[u8]) -> Result<(), Errno> {
     let cmd = parse_snapshot_write(text, cpu.is_some())?;
     let _guard = tr.snapshot.lock.lock();
+    settle(tr);
     match cmd {
         SnapshotCmd::Free => free_snapshot(tr),
         SnapshotCmd::Swap => take_snapshot(tr, cpu),
@@ -181,6 +251,7 @@ fn snapshot_write(tr: &TraceArray, cpu: Option<usize>, text: &[u8]) -> Result<()
 /// The text of `snapshot` or `per_cpu/cpuN/snapshot`.
 fn snapshot_show(tr: &TraceArray, cpu: Option<usize>) -> Vec<u8> {
     let _guard = tr.snapshot.lock.lock();
+    settle(tr);
     let help = SnapshotHelp {
         allocated: tr.snapshot.allocated(),
         per_cpu: cpu.is_some(),

@@ -34,7 +34,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use spin::{Mutex, MutexGuard};
-use tracer::entry::{STACK_CALLER_OFFSET, TRACE_STACK};
+use tracer::entry::{PRINT_BUF_OFFSET, STACK_CALLER_OFFSET, TRACE_PRINT, TRACE_STACK};
 use tracer::event_filter::{Filter, FilterEnv};
 use tracer::trigger::{
     parse_enable, parse_simple, print_available, print_trigger, split_trigger_write, SimpleCommand,
@@ -415,6 +415,30 @@ fn trace_stack_tr(tr: &TraceArray) {
     });
 }
 
+/// Writes `text` as a print event of `tr` from `ip` (Linux:
+/// `__trace_array_puts`), without allocating.
+fn trace_array_puts(tr: &TraceArray, ip: u64, text: &str) {
+    let ent = trace_entry(TRACE_PRINT, tracing_gen_ctx_dec());
+    trace_buffer_write(tr, PRINT_BUF_OFFSET + text.len() + 1, |buf| {
+        let _ = ent.encode(buf);
+        buf[8..16].copy_from_slice(&ip.to_le_bytes());
+        buf[PRINT_BUF_OFFSET..PRINT_BUF_OFFSET + text.len()].copy_from_slice(text.as_bytes());
+    });
+}
+
+/// The `snapshot` trigger's action (Linux: `tracing_snapshot_instance`):
+/// swap `tr`'s buffers; with no spare buffer (freed since the trigger was
+/// set), say so in the trace and stop tracing, as Linux does.
+fn snapshot_trigger(tr: &TraceArray) {
+    use super::snapshot::{tracing_snapshot_instance, SnapshotFail};
+    if let Err(SnapshotFail::NotAllocated) = tracing_snapshot_instance(tr) {
+        let ip = tracing_snapshot_instance as *const () as u64;
+        trace_array_puts(tr, ip, "*** SNAPSHOT NOT ALLOCATED ***\n");
+        trace_array_puts(tr, ip, "*** stopping trace here!   ***\n");
+        tracing_switch(tr, false);
+    }
+}
+
 /// The actions of the commands parsed by `tracer::trigger`.
 struct SimpleOps {
     cmd: SimpleCommand,
@@ -453,7 +477,11 @@ impl TriggerOps for SimpleOps {
                     trace_stack_tr(tr);
                 }
             }
-            SimpleCommand::Snapshot => {}
+            SimpleCommand::Snapshot => {
+                if data.count.take() {
+                    snapshot_trigger(tr);
+                }
+            }
             SimpleCommand::EnableEvent | SimpleCommand::DisableEvent => {
                 let Some(target) = self.target_file() else {
                     return;
@@ -519,6 +547,10 @@ fn simple_parse(
         return Ok(());
     }
     let filter = compile_filter(file, spec.filter.as_deref())?;
+    if which == SimpleCommand::Snapshot {
+        // Linux: register_snapshot_trigger allocates the spare first.
+        super::snapshot::tracing_alloc_snapshot_instance(file.tr())?;
+    }
     let data = EventTriggerData {
         cmd,
         count: TriggerCount::new(spec.count),
@@ -591,6 +623,7 @@ simple_command!(
     EVENT_CMD_FL_POST_TRIGGER,
     simple_parse
 );
+simple_command!(SNAPSHOT_CMD, SimpleCommand::Snapshot, 0, simple_parse);
 simple_command!(
     STACKTRACE_CMD,
     SimpleCommand::Stacktrace,
@@ -606,6 +639,7 @@ pub fn register_trigger_cmds() {
     for cmd in [
         &TRACEON_CMD,
         &TRACEOFF_CMD,
+        &SNAPSHOT_CMD,
         &STACKTRACE_CMD,
         &ENABLE_CMD,
         &DISABLE_CMD,
