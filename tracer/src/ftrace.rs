@@ -153,6 +153,64 @@ impl RecordSet {
     }
 }
 
+/// Which of a fixed pool of `ftrace_ops` slots are taken (at most 64).
+///
+/// The kernel keeps the ops of the tracing instances in a static pool
+/// rather than on the heap: a task preempted inside the trampoline, after
+/// it loaded an ops and before the callback disabled preemption, may still
+/// call that ops long after it was unregistered. Linux waits for such tasks
+/// with `synchronize_rcu_tasks` before freeing a dynamic ops; an ops that
+/// is never freed needs no such wait, only a callback that finds its
+/// owner through a pointer it reads with preemption off. A slot is taken
+/// with [`OpsPool::claim`] and given back with [`OpsPool::release`].
+pub struct OpsPool {
+    used: AtomicU64,
+    slots: usize,
+}
+
+impl OpsPool {
+    /// A pool of `slots` free slots (`slots` at most 64).
+    pub const fn new(slots: usize) -> OpsPool {
+        assert!(slots <= 64);
+        OpsPool {
+            used: AtomicU64::new(0),
+            slots,
+        }
+    }
+
+    /// Takes the lowest free slot; None if all are taken.
+    pub fn claim(&self) -> Option<usize> {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            let i = (!used).trailing_zeros() as usize;
+            if i >= self.slots {
+                return None;
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used | (1 << i),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(i),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    /// Gives slot `i` back (nothing if it is not taken).
+    pub fn release(&self, i: usize) {
+        if i < self.slots {
+            self.used.fetch_and(!(1 << i), Ordering::AcqRel);
+        }
+    }
+
+    /// How many slots are taken.
+    pub fn in_use(&self) -> usize {
+        self.used.load(Ordering::Relaxed).count_ones() as usize
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +218,65 @@ mod tests {
 
     const CALLER: u64 = 0x1000;
     const OTHER: u64 = 0x2000;
+
+    #[test]
+    fn ops_pool_claims_each_slot_once() {
+        let pool = OpsPool::new(16);
+        let got: Vec<usize> = (0..16).map(|_| pool.claim().unwrap()).collect();
+        assert_eq!(got, (0..16).collect::<Vec<_>>());
+        assert_eq!(pool.claim(), None);
+        assert_eq!(pool.in_use(), 16);
+        pool.release(5);
+        pool.release(5);
+        pool.release(99);
+        assert_eq!(pool.in_use(), 15);
+        assert_eq!(pool.claim(), Some(5));
+        assert_eq!(pool.claim(), None);
+    }
+
+    #[test]
+    fn ops_pool_full_size_and_empty() {
+        let pool = OpsPool::new(64);
+        for i in 0..64 {
+            assert_eq!(pool.claim(), Some(i));
+        }
+        assert_eq!(pool.claim(), None);
+        assert_eq!(OpsPool::new(0).claim(), None);
+    }
+
+    #[test]
+    fn ops_pool_concurrent_claims_are_unique() {
+        use std::sync::Arc;
+        let pool = Arc::new(OpsPool::new(64));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    for round in 0..2000 {
+                        if let Some(i) = pool.claim() {
+                            mine.push(i);
+                        }
+                        if round % 3 == 0 {
+                            if let Some(i) = mine.pop() {
+                                pool.release(i);
+                            }
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all: Vec<usize> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let held = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), held, "a slot was handed out twice");
+        assert_eq!(pool.in_use(), held);
+    }
 
     #[test]
     fn the_four_decisions() {

@@ -16,11 +16,20 @@
 //!   This file never sees an instruction byte.
 //! - `ftrace_caller` calls `function_trace_op->func`: the single registered
 //!   ops directly, or [`ftrace_ops_list_func`], which asks each ops.
+//! - An ops may belong to a tracing instance (Linux: `ops->private = tr`,
+//!   `ftrace_init_array_ops`): its callback finds the instance through
+//!   [`FtraceOps::private`]. Instances come and go, so their ops live in
+//!   static pools and are reused ([`tracer::ftrace::OpsPool`]), never
+//!   freed: a task preempted inside `ftrace_caller` after it loaded an ops
+//!   may call it long after it was unregistered, and finds a live ops whose
+//!   private pointer is null or another live instance. Whoever frees an
+//!   instance clears the pointer first and then waits for a grace period
+//!   (`rcu::synchronize_sched`): the callbacks read it with preemption off.
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use spin::{Mutex, Once};
 
@@ -219,6 +228,10 @@ pub struct FtraceOps {
     /// ops' local_hash or, for ops that share the global filter, at
     /// global_ops').
     func_hash: Option<&'static FtraceHash>,
+    /// The owner's data, for the callback (Linux: ops->private, the
+    /// trace_array of an instance's ops). Null while the ops is free; a
+    /// callback reads it with preemption off and ignores a null one.
+    private: AtomicPtr<()>,
 }
 
 /// A [`RecordSet`] covering every record (after [`ftrace_init`]), made by
@@ -286,7 +299,28 @@ impl FtraceOps {
             name,
             local_hash: FtraceHash::new(),
             func_hash: None,
+            private: AtomicPtr::new(core::ptr::null_mut()),
         }
+    }
+
+    /// The owner's data set with [`set_private`](Self::set_private) (null
+    /// if none). A callback must read it with preemption off: the owner is
+    /// only freed a grace period after it cleared the pointer.
+    #[inline(always)]
+    pub fn private(&self) -> *const () {
+        self.private.load(Ordering::Acquire)
+    }
+
+    /// Sets (or, with null, clears) the owner's data.
+    pub fn set_private(&self, data: *const ()) {
+        self.private.store(data as *mut (), Ordering::Release);
+    }
+
+    /// True unless the ops has a gate and it is closed (the trampoline
+    /// tests it too, for the single-ops case).
+    #[inline(always)]
+    pub fn gate_open(&self) -> bool {
+        self.gate.is_none_or(|g| g.load(Ordering::Relaxed))
     }
 
     /// The same ops, wanting the records of `hash` (shared with other ops)
@@ -325,20 +359,23 @@ impl FtraceOps {
 
 extern "C" fn ftrace_stub(_ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {}
 
-/// Calls every registered ops that wants this site (Linux: ftrace_ops_list_func).
+/// Calls every registered ops that wants this site and whose gate is open
+/// (Linux: ftrace_ops_list_func; the gate is what `ftrace_caller` tests for
+/// a single ops, so that a callback never tests it again).
 extern "C" fn ftrace_ops_list_func(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::LIST_START) else {
         return;
     };
     if let Some(i) = record_index(ip) {
-        for slot in OPS_SLOTS.iter() {
+        let end = OPS_END.load(Ordering::Acquire);
+        for slot in &OPS_SLOTS[..end.min(MAX_OPS)] {
             let p = slot.load(Ordering::Acquire);
             if p.is_null() {
                 continue;
             }
             // SAFETY: slots hold `&'static FtraceOps`.
             let op = unsafe { &*p };
-            if op.wants(i) {
+            if op.gate_open() && op.wants(i) {
                 (op.func)(ip, parent_slot, op);
             }
         }
@@ -355,10 +392,25 @@ static FTRACE_LIST_OPS: FtraceOps = FtraceOps::new("list", ftrace_ops_list_func)
 static function_trace_op: AtomicPtr<FtraceOps> =
     AtomicPtr::new(&FTRACE_STUB_OPS as *const FtraceOps as *mut FtraceOps);
 
-const MAX_OPS: usize = 8;
+/// Ops registered at once: the top level's (function, probes, graph) and
+/// two per tracing instance.
+const MAX_OPS: usize = 40;
 /// Registered ops (Linux: ftrace_ops_list).
 static OPS_SLOTS: [AtomicPtr<FtraceOps>; MAX_OPS] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_OPS];
+/// One past the last slot of [`OPS_SLOTS`] that may be in use: the list
+/// function looks no further. Raised before a slot past it is filled,
+/// lowered after the last slots are emptied (under [`FTRACE_LOCK`]).
+static OPS_END: AtomicUsize = AtomicUsize::new(0);
+
+/// Recomputes [`OPS_END`] after a slot was emptied (under [`FTRACE_LOCK`]).
+fn ops_end_update() {
+    let end = OPS_SLOTS
+        .iter()
+        .rposition(|s| !s.load(Ordering::Relaxed).is_null())
+        .map_or(0, |i| i + 1);
+    OPS_END.store(end, Ordering::Release);
+}
 /// Serialises registration and code updates (Linux: ftrace_lock).
 static FTRACE_LOCK: Mutex<()> = Mutex::new(());
 
@@ -392,11 +444,13 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
     if OPS_SLOTS.iter().any(|s| s.load(Ordering::Relaxed) == p) {
         return Err(Errno::EBUSY);
     }
-    let slot = OPS_SLOTS
+    let index = OPS_SLOTS
         .iter()
-        .find(|s| s.load(Ordering::Relaxed).is_null())
+        .position(|s| s.load(Ordering::Relaxed).is_null())
         .ok_or(Errno::ENOSPC)?;
+    let slot = &OPS_SLOTS[index];
     let before = registered();
+    OPS_END.fetch_max(index + 1, Ordering::AcqRel);
     slot.store(p, Ordering::Release);
     let after = registered();
     let r = ftrace_run_update_code(&before, &after);
@@ -404,6 +458,7 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
         // Not registered after all: nothing may call it.
         function_trace_op.store(op_for(&before), Ordering::SeqCst);
         slot.store(core::ptr::null_mut(), Ordering::Release);
+        ops_end_update();
     }
     r
 }
@@ -424,6 +479,7 @@ pub fn unregister_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> 
     // Patch first, with the ops still reachable; then drop it from the list.
     let r = ftrace_run_update_code(&before, &after);
     slot.store(core::ptr::null_mut(), Ordering::Release);
+    ops_end_update();
     r
 }
 

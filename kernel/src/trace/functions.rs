@@ -1,22 +1,42 @@
 //! The function tracer and the files that choose what it traces
 //! (Linux: kernel/trace/trace_functions.c, and ftrace.c's set_ftrace_* files).
 //!
-//! `echo function > current_tracer` registers [`FUNCTION_OPS`]; from then on
-//! every enabled call site calls [`function_trace_call`], which records a
-//! TRACE_FN event `{ip, parent_ip}` in this CPU's ring buffer.
-//! `set_ftrace_filter` and `set_ftrace_notrace` decide which sites are enabled
-//! (globs, `!`, `>`/`>>`, probes such as `func:traceoff`), and
-//! `set_ftrace_pid` which tasks are recorded. A write is parsed into a copy of
-//! the filter; the copy replaces the filter when the file is closed, and only
-//! if every write succeeded: a bad write changes nothing.
+//! Every trace array (the top level and each instance) has its own function
+//! tracer state, a [`TrFunction`] in `tr.function` (Linux keeps it in the
+//! trace_array: `tr->ops`, its hashes, `tr->function_pids`...):
+//! `echo function > current_tracer` registers the tr's ftrace_ops, whose
+//! callback, [`function_trace_call`], finds the tr through the ops' private
+//! pointer and records a TRACE_FN event `{ip, parent_ip}` in that tr's ring
+//! buffer on this CPU. `set_ftrace_filter` and `set_ftrace_notrace` decide
+//! which sites the tr's ops wants (globs, `!`, `>`/`>>`, probes such as
+//! `func:traceoff`, which act on that tr's `tracing_on`), and
+//! `set_ftrace_pid` which tasks it records. A write is parsed into a copy of
+//! the filter; the copy replaces the filter when the file is closed, and
+//! only if every write succeeded: a bad write changes nothing.
+//!
+//! The top level uses [`FUNCTION_OPS`], whose set is the global filter's
+//! (`global_ops`, shared with function_graph) and whose gate is the
+//! top-level `tracing_on`, tested by `ftrace_caller` before it saves any
+//! register. An instance takes an ops from a static pool of
+//! [`INSTANCE_OPS_MAX`] slots when its function tracer starts (and one from
+//! a second pool when it gets probes), with a set of its own and no gate:
+//! the trampoline runs with preemption on, so its gate must not point into
+//! an instance that may be freed; the instance's `tracing_on` stops its
+//! ring buffer instead (as in Linux, whose function_trace_call tests no
+//! flag). More instances than slots running the function tracer at once
+//! get ENOSPC. The pools are never freed, so a task preempted inside the
+//! trampoline with a stale ops calls a live ops (see `ftrace`'s module
+//! docs for the grace period that lets an instance go).
 use alloc::boxed::Box;
+use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
-use spin::{Lazy, Mutex};
+use spin::Mutex;
 use tracer::entry::{
     FtraceEntry, FuncRepeatsEntry, StackEntry, TRACE_FN, TRACE_FUNC_REPEATS, TRACE_STACK,
 };
 use tracer::filter::{FtraceFilter, PidFilter, RegexFile};
+use tracer::ftrace::OpsPool;
 use tracer::options::func_flags;
 use tracer::options::Tracer as TracerKind;
 use tracer::repeats::FuncRepeats;
@@ -26,55 +46,129 @@ use super::control::{self, Tracer};
 use super::ftrace::{self, recursion, FtraceOps};
 use super::global_ops::{self, RecordNames, FILTER, GLOBAL_HASH};
 use super::trace::{
-    global_trace, trace_buffer_write, trace_buffer_write_at, trace_buffer_write_full, trace_clock,
-    trace_entry, trace_entry_word, tracing_gen_ctx_dec,
+    global_trace, trace_buffer_write, trace_buffer_write_at, trace_buffer_write_full, trace_entry,
+    trace_entry_word, tracing_gen_ctx_dec, TraceArray,
 };
 use crate::arch::percpu;
 use crate::fs::tracefs::{self, Dentry, EditFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
-/// The function tracer's ops (Linux: tr->ops, which is global_ops, with
-/// function_trace_call): it wants the records of the global filter.
+/// The top level's function tracer ops (Linux: the top trace_array's
+/// tr->ops, which is global_ops): it wants the records of the global filter
+/// and is skipped by the trampoline while the top-level `tracing_on` is 0.
 pub static FUNCTION_OPS: FtraceOps = FtraceOps::new("function", function_trace_call)
     .gated(&control::TRACING_ON)
     .with_hash(&GLOBAL_HASH);
-/// The probes of set_ftrace_filter (`func:traceoff` ...), active whatever
-/// the current tracer (Linux: the probe ops of register_ftrace_function_probe).
+/// The probes of the top level's set_ftrace_filter (`func:traceoff` ...),
+/// active whatever the current tracer (Linux: the probe ops of
+/// register_ftrace_function_probe).
 static PROBE_OPS: FtraceOps = FtraceOps::new("probes", function_probe_call);
 
-static PID_FILTER: Lazy<Mutex<PidFilter>> = Lazy::new(|| Mutex::new(PidFilter::new()));
-/// The pids of set_ftrace_pid, read without a lock by the callback.
+/// How many instances can run the function tracer (and have probes) at once.
+pub const INSTANCE_OPS_MAX: usize = 16;
+/// The instances' function tracer ops, each with its own set (Linux:
+/// allocate_ftrace_ops), and which of them are taken.
+static INSTANCE_OPS: [FtraceOps; INSTANCE_OPS_MAX] =
+    [const { FtraceOps::new("function", function_trace_call) }; INSTANCE_OPS_MAX];
+static INSTANCE_OPS_POOL: OpsPool = OpsPool::new(INSTANCE_OPS_MAX);
+/// The instances' probe ops.
+static INSTANCE_PROBE_OPS: [FtraceOps; INSTANCE_OPS_MAX] =
+    [const { FtraceOps::new("probes", function_probe_call) }; INSTANCE_OPS_MAX];
+static INSTANCE_PROBE_POOL: OpsPool = OpsPool::new(INSTANCE_OPS_MAX);
+
+/// The pids of set_ftrace_pid a tr holds, read without a lock by the callback.
 const MAX_PIDS: usize = 32;
-static PIDS: [AtomicU32; MAX_PIDS] = [const { AtomicU32::new(u32::MAX) }; MAX_PIDS];
-/// What makes the callback leave its fast path, mirrored for it in one
-/// byte so that the fast path tests them all with one load: `set_ftrace_pid`
-/// holds pids ([`FUNC_PID_FILTER`]), the func_stack_trace option is set
-/// ([`FUNC_STACK_TRACE`]), the func-no-repeats option is set
-/// ([`FUNC_NO_REPEATS`]).
-static FUNC_SLOW: AtomicU8 = AtomicU8::new(0);
+/// The bits of [`TrFunction`]'s fast-path byte: what makes the callback
+/// leave its fast path, mirrored in one byte so that the fast path tests
+/// them all with one load: `set_ftrace_pid` holds pids, the
+/// func_stack_trace option is set, the func-no-repeats option is set.
 const FUNC_PID_FILTER: u8 = 1;
 const FUNC_STACK_TRACE: u8 = 2;
 const FUNC_NO_REPEATS: u8 = 4;
-/// Each CPU's last recorded call, for func-no-repeats (Linux:
-/// `tr->last_func_repeats`).
-static LAST_FUNC_REPEATS: [FuncRepeats; percpu::MAX_CPUS] =
-    [const { FuncRepeats::new() }; percpu::MAX_CPUS];
 
-fn set_func_slow(bit: u8, on: bool) {
-    if on {
-        FUNC_SLOW.fetch_or(bit, Ordering::SeqCst);
-    } else {
-        FUNC_SLOW.fetch_and(!bit, Ordering::SeqCst);
+/// One trace array's function tracer state (Linux: the function-tracing
+/// fields of struct trace_array: `ops`, `function_pids`, the func flags,
+/// `last_func_repeats`, and the filter hashes of its ops).
+pub struct TrFunction {
+    /// The fast-path byte ([`FUNC_PID_FILTER`] | [`FUNC_STACK_TRACE`] |
+    /// [`FUNC_NO_REPEATS`]).
+    slow: AtomicU8,
+    /// set_ftrace_pid as the callback reads it (u32::MAX: empty slot).
+    pids: [AtomicU32; MAX_PIDS],
+    /// set_ftrace_pid as the file edits it.
+    pid_filter: Mutex<PidFilter>,
+    /// An instance's set_ftrace_filter and set_ftrace_notrace (the top
+    /// level's are global_ops' [`FILTER`]).
+    filter: Mutex<FtraceFilter>,
+    /// Each CPU's last recorded call, for func-no-repeats.
+    last_func_repeats: [FuncRepeats; percpu::MAX_CPUS],
+    /// The function tracer's ops while it is this tr's tracer.
+    ops: Mutex<Option<&'static FtraceOps>>,
+    /// The probe ops while the filter has probes.
+    probe_ops: Mutex<Option<&'static FtraceOps>>,
+    /// The function-fork probes are registered for this tr.
+    follow_fork: AtomicBool,
+}
+
+impl Default for TrFunction {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
+impl TrFunction {
+    pub fn new() -> TrFunction {
+        TrFunction {
+            slow: AtomicU8::new(0),
+            pids: [const { AtomicU32::new(u32::MAX) }; MAX_PIDS],
+            pid_filter: Mutex::new(PidFilter::new()),
+            filter: Mutex::new(FtraceFilter::new()),
+            last_func_repeats: [const { FuncRepeats::new() }; percpu::MAX_CPUS],
+            ops: Mutex::new(None),
+            probe_ops: Mutex::new(None),
+            follow_fork: AtomicBool::new(false),
+        }
+    }
+
+    fn set_slow(&self, bit: u8, on: bool) {
+        if on {
+            self.slow.fetch_or(bit, Ordering::SeqCst);
+        } else {
+            self.slow.fetch_and(!bit, Ordering::SeqCst);
+        }
+    }
+
+    /// True if the running task may be recorded (set_ftrace_pid).
+    #[inline(always)]
+    pub fn pid_allowed(&self) -> bool {
+        if self.slow.load(Ordering::Relaxed) & FUNC_PID_FILTER == 0 {
+            return true;
+        }
+        let pid = crate::sched::current_pid();
+        self.pids.iter().any(|p| p.load(Ordering::Relaxed) == pid)
+    }
+
+    /// The number of ops this tr has registered (function tracer, probes).
+    pub fn ops_registered(&self) -> usize {
+        self.ops.lock().is_some() as usize + self.probe_ops.lock().is_some() as usize
+    }
+}
+
+/// The filter `tr`'s set_ftrace_filter and set_ftrace_notrace edit: the
+/// global one for the top level, its own for an instance.
+fn filter_of(tr: &TraceArray) -> &Mutex<FtraceFilter> {
+    if tr.is_global() {
+        &FILTER
+    } else {
+        &tr.function.filter
+    }
+}
+
+/// The top level's set_ftrace_pid test, for function_graph (which runs at
+/// the top level only).
 #[inline(always)]
 pub(crate) fn pid_allowed() -> bool {
-    if FUNC_SLOW.load(Ordering::Relaxed) & FUNC_PID_FILTER == 0 {
-        return true;
-    }
-    let pid = crate::sched::current_pid();
-    PIDS.iter().any(|p| p.load(Ordering::Relaxed) == pid)
+    global_trace().is_none_or(|tr| tr.function.pid_allowed())
 }
 
 /// The callback of every traced function (Linux: function_trace_call).
@@ -82,59 +176,47 @@ pub(crate) fn pid_allowed() -> bool {
 /// This is the hot path the `bench` command measures (BENCHMARKS.md): the
 /// cheap checks come first, the event is written straight into the
 /// reserved bytes (no intermediate copy, no clearing), and the graph
-/// tracer's return-address translation is only called when needed.
-///
-/// Split in two so that with `tracing_on` 0 the call costs three
-/// instructions. This first part is a naked function: the kernel crate is
-/// compiled with the mcount call in every function (a notrace function
-/// keeps it as a NOP, and the compiler still saves the arguments around
-/// it), and a naked function is the one kind that gets no instrumentation,
-/// like Linux's kernel/trace built without -pg. It tests `tracing_on` and
-/// tail-jumps, with the arguments untouched, to the recording part.
-#[unsafe(naked)]
-extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
-    core::arch::naked_asm!(
-        "cmp byte ptr [rip + {tracing_on}], 0",
-        "jne {record}",
-        "ret",
-        tracing_on = sym control::TRACING_ON,
-        record = sym function_trace_record,
-    )
-}
-
-/// The recording part of [`function_trace_call`] (same arguments).
+/// tracer's return-address translation is only called when needed. The
+/// gate (the top level's `tracing_on`) was tested by `ftrace_caller`, or
+/// by the list function when several ops are registered.
 ///
 /// The fast path is the common case: no pid filter, no func_stack_trace,
 /// and a caller not hijacked by function_graph. It reserves, fills with
-/// three stores (the header word from [`trace_entry_word`]) and commits. Anything else goes to
-/// [`function_trace_record_slow`], out of line, so that its registers and
-/// code do not weigh on the fast path.
-extern "C" fn function_trace_record(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
-    let Some(tr) = global_trace() else { return };
+/// three stores (the header word from [`trace_entry_word`]) and commits.
+/// Anything else goes to [`function_trace_record_slow`], out of line, so
+/// that its registers and code do not weigh on the fast path.
+extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
-    // SAFETY: ftrace_caller passes the address of the stack slot holding
-    // the traced function's return address.
-    let parent_ip = unsafe { *parent_slot };
-    if FUNC_SLOW.load(Ordering::Relaxed) == 0
-        && parent_ip != crate::arch::fgraph::return_to_handler_addr()
-    {
-        // The header word is sampled inside `fill`, after the reservation:
-        // the context it reads (irqs, depths, preempt_count, current) is
-        // this context's own, which an interrupt in between leaves as it
-        // found it, and this way no part of it is live across the
-        // reservation (one callee-saved register less).
-        trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
-            FtraceEntry::encode_raw(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
-        });
-    } else {
-        function_trace_record_slow(tr, ip, parent_slot);
+    // SAFETY: the private pointer of a function tracer ops is null or its
+    // trace array, which is freed only a grace period after the pointer
+    // was cleared; it is read with preemption off (trylock), so the tr
+    // outlives this call.
+    if let Some(tr) = unsafe { (op.private() as *const TraceArray).as_ref() } {
+        // SAFETY: ftrace_caller passes the address of the stack slot
+        // holding the traced function's return address.
+        let parent_ip = unsafe { *parent_slot };
+        if tr.function.slow.load(Ordering::Relaxed) == 0
+            && parent_ip != crate::arch::fgraph::return_to_handler_addr()
+        {
+            // The header word is sampled inside `fill`, after the
+            // reservation: the context it reads (irqs, depths,
+            // preempt_count, current) is this context's own, which an
+            // interrupt in between leaves as it found it, and this way no
+            // part of it is live across the reservation (one callee-saved
+            // register less).
+            trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
+                FtraceEntry::encode_raw(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
+            });
+        } else {
+            function_trace_record_slow(tr, ip, parent_slot);
+        }
     }
     recursion::unlock(bit);
 }
 
-/// [`function_trace_record`] with a pid filter, func_stack_trace,
+/// [`function_trace_call`] with a pid filter, func_stack_trace,
 /// func-no-repeats, or a caller hijacked by function_graph (recursion bit
 /// already held). With func-no-repeats, a call identical to this CPU's
 /// last recorded one is only counted (no stack trace either), and the
@@ -142,11 +224,12 @@ extern "C" fn function_trace_record(ip: u64, parent_slot: *mut u64, _op: &Ftrace
 /// function_no_repeats_trace_call and function_stack_no_repeats_trace_call).
 #[cold]
 #[inline(never)]
-fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slot: *mut u64) {
-    if !pid_allowed() {
+fn function_trace_record_slow(tr: &TraceArray, ip: u64, parent_slot: *mut u64) {
+    let f = &tr.function;
+    if !f.pid_allowed() {
         return;
     }
-    // SAFETY: as in function_trace_record.
+    // SAFETY: as in function_trace_call.
     let mut parent_ip = unsafe { *parent_slot };
     // A caller hijacked by function_graph returns to return_to_handler:
     // report the real caller (Linux: ftrace_graph_ret_addr in
@@ -154,15 +237,15 @@ fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slo
     if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
         parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
     }
-    let slow = FUNC_SLOW.load(Ordering::Relaxed);
+    let slow = f.slow.load(Ordering::Relaxed);
     if slow & FUNC_NO_REPEATS != 0 {
-        let last = &LAST_FUNC_REPEATS[crate::arch::cpu_id()];
-        if last.is_repeat(ip, parent_ip, trace_clock()) {
+        let last = &f.last_func_repeats[crate::arch::cpu_id()];
+        if last.is_repeat(ip, parent_ip, tr.trace_clock()) {
             return;
         }
         if let Some(repeats) = last.process(ip, parent_ip) {
             // Linux: trace_last_func_repeats(), stamped when it is written.
-            let ts = trace_clock();
+            let ts = tr.trace_clock();
             let ent = trace_entry(TRACE_FUNC_REPEATS, tracing_gen_ctx_dec());
             trace_buffer_write_at(tr, ts, FuncRepeatsEntry::SIZE, |buf| {
                 let _ = repeats.entry(ent, ts).encode(buf);
@@ -174,14 +257,13 @@ fn function_trace_record_slow(tr: &super::trace::TraceArray, ip: u64, parent_slo
         FtraceEntry::encode_raw(buf, header, ip, parent_ip)
     });
     if slow & FUNC_STACK_TRACE != 0 {
-        trace_stack(2);
+        trace_stack_tr(tr, 2);
     }
 }
 
-/// Records a TRACE_STACK event of the current call chain, skipping `skip`
-/// frames (Linux: __trace_stack).
-pub fn trace_stack(skip: usize) {
-    let Some(tr) = global_trace() else { return };
+/// Records a TRACE_STACK event of the current call chain in `tr`'s
+/// buffer, skipping `skip` frames (Linux: __trace_stack).
+pub fn trace_stack_tr(tr: &TraceArray, skip: usize) {
     let mut frames = [0u64; 16];
     let mut n = 0;
     let mut depth = 0;
@@ -207,107 +289,200 @@ pub fn trace_stack(skip: usize) {
     });
 }
 
-/// Runs the probes attached to a function (traceon/traceoff/stacktrace).
-extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {
+/// Runs the probes attached to a function (traceon/traceoff/stacktrace),
+/// acting on the tr of the probe ops.
+extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
-    if let Some(i) = ftrace::record_index(ip) {
+    // SAFETY: as in function_trace_call: null or a live trace array, read
+    // with preemption off.
+    let tr = unsafe { (op.private() as *const TraceArray).as_ref() };
+    if let (Some(tr), Some(i)) = (tr, ftrace::record_index(ip)) {
+        let on = control::tracer_tracing_is_on(tr);
         let actions = crate::arch::without_interrupts(|| {
-            FILTER
-                .try_lock()
-                .map(|mut f| f.probe_hit(i, control::tracing_is_on()))
+            filter_of(tr).try_lock().map(|mut f| f.probe_hit(i, on))
         });
         if let Some(a) = actions {
             if a.stacktrace {
-                trace_stack(2);
+                trace_stack_tr(tr, 2);
             }
             if a.tracing_off {
-                control::tracing_off();
+                control::tracer_tracing_off(tr);
             }
             if a.tracing_on {
-                control::tracing_on();
+                control::tracer_tracing_on(tr);
             }
         }
     }
     recursion::unlock(bit);
 }
 
-/// Applies the filter to the registered ops and re-patches the code.
-pub(crate) fn apply_filter() -> Result<(), Errno> {
-    // The function tracer and function_graph share the global filter's set
-    // (Linux: graph_ops uses global_ops' hashes).
-    global_ops::ftrace_update_global_hash();
-    let probes = FILTER.lock().probed_functions();
-    PROBE_OPS
-        .func_hash()
-        .get_or_init()
-        .store(|i| probes.contains(i));
-    let any_probe = !PROBE_OPS.func_hash().is_empty();
-    let registered = PROBE_ACTIVE.load(Ordering::Relaxed);
-    if any_probe && !registered {
-        ftrace::register_ftrace_function(&PROBE_OPS)?;
-        PROBE_ACTIVE.store(true, Ordering::Relaxed);
-    } else if !any_probe && registered {
-        ftrace::unregister_ftrace_function(&PROBE_OPS)?;
-        PROBE_ACTIVE.store(false, Ordering::Relaxed);
+/// The index of `ops` in `pool`, if it is one of its slots.
+fn pool_index(pool: &'static [FtraceOps], ops: &'static FtraceOps) -> Option<usize> {
+    pool.iter().position(|o| core::ptr::eq(o, ops))
+}
+
+/// Takes an ops of `pool` for `tr` (ENOSPC if all are taken), with its
+/// set emptied and its private pointer set to `tr`.
+fn claim_ops(
+    pool: &'static [FtraceOps],
+    used: &OpsPool,
+    tr: &TraceArray,
+) -> Result<&'static FtraceOps, Errno> {
+    let i = used.claim().ok_or(Errno::ENOSPC)?;
+    let ops = &pool[i];
+    ops.func_hash().get_or_init().store(|_| false);
+    ops.set_private(tr as *const TraceArray as *const ());
+    Ok(ops)
+}
+
+/// Gives an instance's ops back to its pool (it is unregistered). Its
+/// private pointer is cleared first: a task that was preempted in the
+/// trampoline with this ops and calls it later finds no tr, or the tr of
+/// the instance that took the slot since (one stray event at worst).
+fn release_ops(ops: &'static FtraceOps) {
+    ops.set_private(core::ptr::null());
+    if let Some(i) = pool_index(&INSTANCE_OPS, ops) {
+        INSTANCE_OPS_POOL.release(i);
+    } else if let Some(i) = pool_index(&INSTANCE_PROBE_OPS, ops) {
+        INSTANCE_PROBE_POOL.release(i);
     }
+}
+
+/// Applies the top level's filter to the registered ops and re-patches
+/// the code.
+pub(crate) fn apply_filter() -> Result<(), Errno> {
+    match global_trace() {
+        Some(tr) => apply_filter_tr(tr),
+        None => Ok(()),
+    }
+}
+
+/// Applies `tr`'s filter to its ops (registering or unregistering its
+/// probe ops as probes come and go) and re-patches the code.
+fn apply_filter_tr(tr: &TraceArray) -> Result<(), Errno> {
+    let f = &tr.function;
+    if tr.is_global() {
+        // The function tracer and function_graph share the global filter's
+        // set (Linux: graph_ops uses global_ops' hashes).
+        global_ops::ftrace_update_global_hash();
+    } else if let Some(ops) = *f.ops.lock() {
+        let filter = f.filter.lock();
+        ops.func_hash().get_or_init().store(|i| filter.traces(i));
+    }
+    let probes = filter_of(tr).lock().probed_functions();
+    let mut probe_ops = f.probe_ops.lock();
+    if !probes.is_empty() {
+        let ops = match *probe_ops {
+            Some(ops) => ops,
+            None if tr.is_global() => &PROBE_OPS,
+            None => claim_ops(&INSTANCE_PROBE_OPS, &INSTANCE_PROBE_POOL, tr)?,
+        };
+        ops.func_hash().get_or_init().store(|i| probes.contains(i));
+        if probe_ops.is_none() {
+            if let Err(e) = ftrace::register_ftrace_function(ops) {
+                if !tr.is_global() {
+                    release_ops(ops);
+                }
+                return Err(e);
+            }
+            *probe_ops = Some(ops);
+        }
+    } else if let Some(ops) = probe_ops.take() {
+        let r = ftrace::unregister_ftrace_function(ops);
+        ops.func_hash().get_or_init().store(|_| false);
+        if !tr.is_global() {
+            release_ops(ops);
+        }
+        r?;
+    }
+    drop(probe_ops);
     ftrace::ftrace_update()
 }
 
-static PROBE_ACTIVE: AtomicBool = AtomicBool::new(false);
-
-fn function_trace_init(_tr: &super::trace::TraceArray) -> Result<(), Errno> {
-    global_ops::ftrace_update_global_hash();
-    set_func_options();
-    ftrace::register_ftrace_function(&FUNCTION_OPS)?;
+/// Starts the function tracer in `tr` (Linux: function_trace_init): the
+/// top level registers [`FUNCTION_OPS`], an instance an ops of the pool
+/// with its filter's set (ENOSPC if none is free).
+pub fn function_trace_init_tr(tr: &TraceArray) -> Result<(), Errno> {
+    let f = &tr.function;
+    let mut slot = f.ops.lock();
+    if slot.is_some() {
+        return Err(Errno::EBUSY);
+    }
+    set_func_options(tr);
+    let ops = if tr.is_global() {
+        global_ops::ftrace_update_global_hash();
+        &FUNCTION_OPS
+    } else {
+        let ops = claim_ops(&INSTANCE_OPS, &INSTANCE_OPS_POOL, tr)?;
+        let filter = f.filter.lock();
+        ops.func_hash().get_or_init().store(|i| filter.traces(i));
+        ops
+    };
+    if let Err(e) = ftrace::register_ftrace_function(ops) {
+        if !tr.is_global() {
+            release_ops(ops);
+        }
+        return Err(e);
+    }
+    *slot = Some(ops);
     Ok(())
 }
 
-fn function_trace_reset(_tr: &super::trace::TraceArray) {
-    let _ = ftrace::unregister_ftrace_function(&FUNCTION_OPS);
-}
-
-/// Copies the function tracer's options into [`FUNC_SLOW`].
-fn set_func_options() {
-    let flags = global_trace().map_or(0, |tr| tr.options.lock().tracer_flags(TracerKind::Function));
-    set_func_slow(FUNC_STACK_TRACE, flags & func_flags::STACK != 0);
-    set_func_slow(FUNC_NO_REPEATS, flags & func_flags::NO_REPEATS != 0);
-}
-
-/// The trace array's option hook: function-fork starts or stops following
-/// forks, and the callback's copies of the options are refreshed.
-fn option_changed(tr: &super::trace::TraceArray, change: &tracer::options::OptionChange) {
-    if !tr.is_global() {
+/// Stops the function tracer in `tr` (Linux: function_trace_reset).
+pub fn function_trace_reset_tr(tr: &TraceArray) {
+    let Some(ops) = tr.function.ops.lock().take() else {
         return;
+    };
+    let _ = ftrace::unregister_ftrace_function(ops);
+    if !tr.is_global() {
+        release_ops(ops);
     }
+}
+
+/// Copies `tr`'s function tracer options into its fast-path byte.
+fn set_func_options(tr: &TraceArray) {
+    let flags = tr.options.lock().tracer_flags(TracerKind::Function);
+    let f = &tr.function;
+    f.set_slow(FUNC_STACK_TRACE, flags & func_flags::STACK != 0);
+    f.set_slow(FUNC_NO_REPEATS, flags & func_flags::NO_REPEATS != 0);
+}
+
+/// An option of `tr` changed: function-fork starts or stops following
+/// forks, and the callback's copies of the options are refreshed.
+pub fn option_changed_tr(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
     if let OptionId::Core(TraceOption::FuncFork) = change.id {
         if change.changed {
-            ftrace_pid_follow_fork(change.enabled);
+            ftrace_pid_follow_fork(tr, change.enabled);
         }
     }
-    options_changed();
-}
-
-/// Called when an option changes: keeps the callback's copy current.
-pub fn options_changed() {
-    set_func_options();
+    set_func_options(tr);
 }
 
 /// The function tracer (Linux: function_trace in trace_functions.c).
 pub static FUNCTION_TRACE: Tracer = Tracer {
     name: "function",
-    init: Some(function_trace_init),
-    reset: Some(function_trace_reset),
+    init: Some(function_trace_init_tr),
+    reset: Some(function_trace_reset_tr),
     start: None,
     stop: None,
     output: None,
-    allow_instances: false,
+    allow_instances: true,
 };
 
-fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
-    let current = FILTER.lock().clone();
+/// A handle on a trace array that a file keeps (an `Arc<TraceArray>`, or
+/// the top level's `&'static`).
+trait TrHandle: Deref<Target = TraceArray> + Clone + Send + Sync + 'static {}
+impl<T: Deref<Target = TraceArray> + Clone + Send + Sync + 'static> TrHandle for T {}
+
+fn regex_open<T: TrHandle>(
+    tr: T,
+    file: RegexFile,
+    flags: OpenFlags,
+) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = filter_of(&tr).lock().clone();
     let text = current.read(file, &RecordNames);
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
@@ -318,46 +493,48 @@ fn regex_open(file: RegexFile, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Er
         c
     });
     let edit = move |f: &mut FtraceFilter, buf: &[u8]| f.write(file, false, buf, &RecordNames);
-    let commit = install_filter;
+    let commit = move |new: FtraceFilter| install_filter(&tr, new);
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 
-/// Installs an edited copy of the filter (when a filter file is closed).
+/// Installs an edited copy of `tr`'s filter (when a filter file is closed).
 /// The probes it kept keep the counts that hits used up while it was being
 /// edited. If the code cannot be patched to match, the previous filter
 /// goes back, with its probes' current counts, and the error is returned:
 /// `close()` reports it.
-fn install_filter(mut new: FtraceFilter) -> Result<(), Errno> {
+fn install_filter(tr: &TraceArray, mut new: FtraceFilter) -> Result<(), Errno> {
+    let filter = filter_of(tr);
     let old = {
-        let mut live = FILTER.lock();
+        let mut live = filter.lock();
         new.keep_live_counts(&live);
         core::mem::replace(&mut *live, new)
     };
-    let Err(e) = apply_filter() else {
+    let Err(e) = apply_filter_tr(tr) else {
         return Ok(());
     };
     {
-        let mut live = FILTER.lock();
+        let mut live = filter.lock();
         let mut old = old;
         old.keep_live_counts(&live);
         *live = old;
     }
-    if let Err(e2) = apply_filter() {
+    if let Err(e2) = apply_filter_tr(tr) {
         println!("ftrace: cannot restore the previous filter: {e2}");
     }
     Err(e)
 }
 
-/// Copies the pid list into [`PIDS`] for the callbacks; with a list (even
+/// Copies the pid list into `f.pids` for the callbacks; with a list (even
 /// an empty one) only the listed tasks are traced.
-fn pid_store_all(f: &PidFilter) {
-    for (slot, pid) in PIDS
+fn pid_store_all(f: &TrFunction, list: &PidFilter) {
+    for (slot, pid) in f
+        .pids
         .iter()
-        .zip(f.pids().chain(core::iter::repeat(u32::MAX)))
+        .zip(list.pids().chain(core::iter::repeat(u32::MAX)))
     {
         slot.store(pid, Ordering::Relaxed);
     }
-    set_func_slow(FUNC_PID_FILTER, !f.is_empty());
+    f.set_slow(FUNC_PID_FILTER, !list.is_empty());
 }
 
 /// The `function-fork` rule for a fork (`parent` Some) or an exit (Linux:
@@ -365,31 +542,42 @@ fn pid_store_all(f: &PidFilter) {
 /// children of listed tasks and drops the tasks that exit. A child that
 /// does not fit the [`MAX_PIDS`] slots is not added (Linux's list can
 /// fail to grow the same way, on ENOMEM).
-fn ftrace_pid_follow(parent: Option<i32>, task: i32) {
-    let mut live = PID_FILTER.lock();
+fn ftrace_pid_follow(data: *mut (), parent: Option<i32>, task: i32) {
+    // SAFETY: the probes are registered with a live trace array as data
+    // and unregistered (followed by a grace period) before it is freed;
+    // tracepoint probes run with preemption off.
+    let Some(tr) = (unsafe { (data as *const TraceArray).as_ref() }) else {
+        return;
+    };
+    let f = &tr.function;
+    let mut live = f.pid_filter.lock();
     let mut new = live.clone();
     if new.follow_task(parent, task) && new.pids().count() <= MAX_PIDS {
-        pid_store_all(&new);
+        pid_store_all(f, &new);
         *live = new;
     }
 }
 
-fn ftrace_pid_follow_sched_process_fork(_data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
-    ftrace_pid_follow(Some(parent.pid), child.pid);
+fn ftrace_pid_follow_sched_process_fork(data: *mut (), parent: &TaskInfo, child: &TaskInfo) {
+    ftrace_pid_follow(data, Some(parent.pid), child.pid);
 }
 
-fn ftrace_pid_follow_sched_process_exit(_data: *mut (), task: &TaskInfo) {
-    ftrace_pid_follow(None, task.pid);
+fn ftrace_pid_follow_sched_process_exit(data: *mut (), task: &TaskInfo) {
+    ftrace_pid_follow(data, None, task.pid);
 }
 
-/// The `function-fork` option changed (Linux: ftrace_pid_follow_fork):
-/// the fork and exit probes are registered while it is set.
-pub fn ftrace_pid_follow_fork(enable: bool) {
+/// The `function-fork` option of `tr` changed (Linux:
+/// ftrace_pid_follow_fork): the fork and exit probes, with `tr` as their
+/// data, are registered while it is set.
+pub fn ftrace_pid_follow_fork(tr: &TraceArray, enable: bool) {
     use crate::events::sched::{
         register_trace_sched_process_exit, register_trace_sched_process_fork,
         unregister_trace_sched_process_exit, unregister_trace_sched_process_fork,
     };
-    let data = core::ptr::null_mut();
+    if tr.function.follow_fork.swap(enable, Ordering::SeqCst) == enable {
+        return;
+    }
+    let data = tr as *const TraceArray as *mut ();
     let result = if enable {
         register_trace_sched_process_fork(ftrace_pid_follow_sched_process_fork, data).and_then(
             |_| register_trace_sched_process_exit(ftrace_pid_follow_sched_process_exit, data),
@@ -404,8 +592,8 @@ pub fn ftrace_pid_follow_fork(enable: bool) {
     }
 }
 
-fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
-    let current = PID_FILTER.lock().clone();
+fn pid_open<T: TrHandle>(tr: T, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = tr.function.pid_filter.lock().clone();
     let text = current.read();
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
@@ -421,27 +609,80 @@ fn pid_open(flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
         }
         Ok(())
     };
-    let commit = |f: PidFilter| {
+    let commit = move |list: PidFilter| {
         // Under the lock, so that a fork or exit followed meanwhile is not
         // lost between the copy for the callbacks and the list.
-        let mut live = PID_FILTER.lock();
-        pid_store_all(&f);
-        *live = f;
+        let f = &tr.function;
+        let mut live = f.pid_filter.lock();
+        pid_store_all(f, &list);
+        *live = list;
         Ok(())
     };
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 
-/// Registers the tracer and creates its files.
-pub fn init(root: &Dentry) -> Result<(), Errno> {
+/// Creates `tr`'s set_ftrace_filter, set_ftrace_notrace and
+/// set_ftrace_pid in `dir` (Linux: ftrace_create_function_files and
+/// ftrace_init_tracefs), bound to `tr`.
+fn create_function_files<T: TrHandle>(tr: T, dir: &Dentry) -> Result<(), Errno> {
+    let t = tr.clone();
+    tracefs::create_file(dir, "set_ftrace_filter", TRACE_MODE_WRITE, move |f| {
+        regex_open(t.clone(), RegexFile::Filter, f)
+    })?;
+    let t = tr.clone();
+    tracefs::create_file(dir, "set_ftrace_notrace", TRACE_MODE_WRITE, move |f| {
+        regex_open(t.clone(), RegexFile::Notrace, f)
+    })?;
+    tracefs::create_file(dir, "set_ftrace_pid", TRACE_MODE_WRITE, move |f| {
+        pid_open(tr.clone(), f)
+    })?;
+    Ok(())
+}
+
+/// Binds `tr`'s ops to it and creates its function tracer files in `dir`
+/// (Linux: ftrace_init_array_ops and ftrace_create_function_files). The
+/// top level (`global_trace()`) uses [`FUNCTION_OPS`] and the global
+/// filter, shared with function_graph; an instance gets its own.
+pub fn init_tr(tr: &alloc::sync::Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
+    bind_tr(tr);
+    create_function_files(tr.clone(), dir)
+}
+
+fn bind_tr(tr: &TraceArray) {
+    if tr.is_global() {
+        let p = tr as *const TraceArray as *const ();
+        FUNCTION_OPS.set_private(p);
+        PROBE_OPS.set_private(p);
+    }
+}
+
+/// Unregisters everything of `tr`'s function tracing (its function tracer
+/// ops, its probe ops, its function-fork probes) and empties its filter
+/// and pid list (Linux: ftrace_destroy_function_files,
+/// clear_ftrace_function_probes). The caller waits for a grace period
+/// before it frees `tr`: the ops' private pointers are already cleared,
+/// and the callbacks read them with preemption off.
+pub fn del_tr(tr: &TraceArray) {
+    function_trace_reset_tr(tr);
+    let f = &tr.function;
+    if let Some(ops) = f.probe_ops.lock().take() {
+        let _ = ftrace::unregister_ftrace_function(ops);
+        if !tr.is_global() {
+            release_ops(ops);
+        }
+    }
+    ftrace_pid_follow_fork(tr, false);
+    *f.filter.lock() = FtraceFilter::new();
+    let empty = PidFilter::new();
+    let mut live = f.pid_filter.lock();
+    pid_store_all(f, &empty);
+    *live = empty;
+}
+
+/// Registers the tracer (the top level's files are made by [`init_tr`],
+/// as every trace array's).
+pub fn init() -> Result<(), Errno> {
     control::register_tracer(&FUNCTION_TRACE)?;
-    super::trace::OPTIONS_CHANGED.register(option_changed)?;
-    tracefs::create_file(root, "set_ftrace_filter", TRACE_MODE_WRITE, |f| {
-        regex_open(RegexFile::Filter, f)
-    })?;
-    tracefs::create_file(root, "set_ftrace_notrace", TRACE_MODE_WRITE, |f| {
-        regex_open(RegexFile::Notrace, f)
-    })?;
-    tracefs::create_file(root, "set_ftrace_pid", TRACE_MODE_WRITE, pid_open)?;
+    super::trace::OPTIONS_CHANGED.register(option_changed_tr)?;
     Ok(())
 }

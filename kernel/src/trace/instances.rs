@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
-use super::{buffer_files, control, events, export, snapshot, trace};
+use super::{buffer_files, control, events, export, functions, snapshot, trace};
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
 
@@ -43,6 +43,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
     export::init_tr(tr, dir)?;
     events::init_tr(tr, dir)?;
     snapshot::init_tr(tr, dir)?;
+    functions::init_tr(tr, dir)?;
     Ok(())
 }
 
@@ -52,6 +53,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
 fn del_tracer(tr: &TraceArray) {
     control::tracing_set_nop(tr);
     events::del_tr(tr);
+    functions::del_tr(tr);
 }
 
 struct Instances;

@@ -41,7 +41,7 @@ pub fn init() {
         .and_then(|_| ftrace::init_tracefs(&root))
         .and_then(|_| buffer_files::init(&root))
         .and_then(|_| snapshot::init())
-        .and_then(|_| functions::init(&root))
+        .and_then(|_| functions::init())
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())

@@ -68,6 +68,8 @@ pub struct TraceArray {
     pub open_files: alloc::sync::Arc<AtomicUsize>,
     /// The trace events of this array (its event files, pid lists).
     pub events: super::events::TrEvents,
+    /// The function tracer's state for this trace array.
+    pub function: super::functions::TrFunction,
 }
 
 impl TraceArray {
@@ -90,6 +92,7 @@ impl TraceArray {
             trace_ref: AtomicUsize::new(0),
             open_files: alloc::sync::Arc::new(AtomicUsize::new(0)),
             events: super::events::TrEvents::new(),
+            function: super::functions::TrFunction::new(),
         })
     }
 

@@ -214,7 +214,10 @@ pub fn ftrace_arch_code_modify_post_process(poke: TextPoke) {
 /// for boot, while no other CPU runs (Linux: ftrace_init_nop ->
 /// ftrace_make_nop(rec, MCOUNT_ADDR) -> ftrace_modify_code_direct). The
 /// site must hold the compiler's instruction (`call mcount`, or the NOP in
-/// the fentry-style build); otherwise nothing is written.
+/// the fentry-style build); otherwise nothing is written. Inlined into
+/// ftrace_init's loop: whether the compiler did so on its own changed with
+/// unrelated code in the crate (14 instructions per site at boot).
+#[inline]
 pub fn ftrace_make_nop(poke: &mut TextPoke, ip: u64) -> Result<(), FtraceFault> {
     ftrace_verify_code(poke, ip, compiler_site_bytes(ip))?;
     poke.write(ip, &ftrace_nop_replace());
