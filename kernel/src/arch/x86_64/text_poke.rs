@@ -72,10 +72,6 @@ impl TextPoke {
         }
     }
 
-    /// Inlined into [`write`](Self::write) (four times per site in an
-    /// int3 batch): left to the compiler, whether it is changed with
-    /// unrelated code elsewhere in the crate.
-    #[inline]
     fn alias(&mut self, addr: u64) -> *mut u8 {
         let page_va = addr & !(PAGE_SIZE - 1);
         let pa = paging::virt_to_phys(page_va);
