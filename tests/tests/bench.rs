@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 17] = [
+const NAMES: [&str; 18] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -22,6 +22,7 @@ const NAMES: [&str; 17] = [
     "tracepoint_off_base",
     "tracepoint_off",
     "event_sched_switch",
+    "event_filtered_out",
     "enable_all_per_site",
     "disable_all_per_site",
     "event_enable_all_per_site",
@@ -162,6 +163,14 @@ fn check(mode: &str) {
     assert!(
         got["event_sched_switch"] <= 200 && got["event_sched_switch"] <= function_event,
         "{mode}: a recorded sched_switch costs {} (a function event {function_event})",
+        got["event_sched_switch"]
+    );
+    // A sched_switch that its filter rejects costs less than one that
+    // is recorded: nothing is reserved for it.
+    assert!(
+        got["event_filtered_out"] < got["event_sched_switch"],
+        "{mode}: a filtered-out sched_switch costs {} (a recorded one {})",
+        got["event_filtered_out"],
         got["event_sched_switch"]
     );
     assert!(got["event_enable_all_per_site"] <= 1000 && got["event_disable_all_per_site"] <= 1000);

@@ -280,18 +280,20 @@ fn filter_and_trigger_files_while_empty() {
         "# Available triggers:\n\
          # traceon traceoff snapshot stacktrace enable_event disable_event enable_hist disable_hist hist\n"
     );
-    // `0` clears (nothing to clear), with spaces around it too.
-    assert_eq!(filter_write(b"0\n"), Ok(()));
-    assert_eq!(filter_write(b" 0 \n"), Ok(()));
-    // An expression needs filters; an empty one is EINVAL on Linux too.
-    assert_eq!(filter_write(b"prev_pid == 1\n"), Err(Errno::EINVAL));
-    assert_eq!(filter_write(b"\n"), Err(Errno::EINVAL));
-    assert_eq!(filter_write(b"00\n"), Err(Errno::EINVAL));
+    // `0` clears, with spaces around it too; anything else is compiled
+    // (tracer::event_filter); PAGE_SIZE bytes or more is EINVAL.
+    use tracer::event_filter::{parse_filter_write, FilterWrite};
+    assert_eq!(parse_filter_write(b"0\n"), Ok(FilterWrite::Clear));
+    assert_eq!(parse_filter_write(b" 0 \n"), Ok(FilterWrite::Clear));
+    assert_eq!(
+        parse_filter_write(b"00\n"),
+        Ok(FilterWrite::Set("00".into()))
+    );
     let mut big = vec![b' '; PAGE_SIZE - 2];
     big.push(b'0');
-    assert_eq!(filter_write(&big), Ok(()));
+    assert_eq!(parse_filter_write(&big), Ok(FilterWrite::Clear));
     big.push(b' ');
-    assert_eq!(filter_write(&big), Err(Errno::EINVAL));
+    assert_eq!(parse_filter_write(&big), Err(Errno::EINVAL));
     // Triggers: removing a simple one that is not set succeeds (Linux:
     // `echo '!traceon' > trigger` is fine); anything else is EINVAL, as
     // Linux gives for an empty write, `0` or an unknown command.

@@ -767,6 +767,47 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
     r
 }
 
+/// Instructions per sched_switch that the event's filter rejects: the
+/// same leaf as [`event_sched_switch`] with the event on and the
+/// one-predicate filter `next_pid == 0` (the bench's task is not pid 0),
+/// minus the leaf with the event off. Nothing may reach the buffer: the
+/// probe tests the record it built on its stack before reserving.
+fn event_filtered_out(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use super::event_filter::apply_event_filter;
+    use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
+    let file = tr
+        .events
+        .file_of(&SCHED_SWITCH)
+        .ok_or_else(|| String::from("no sched_switch event file"))?;
+    if crate::events::sched::trace_sched_switch_enabled() {
+        return Err(String::from(
+            "sched_switch has probes already (function_graph, set_event_pid?)",
+        ));
+    }
+    if crate::sched::current_pid() == 0 {
+        return Err(String::from(
+            "the bench runs as pid 0, which the filter keeps",
+        ));
+    }
+    apply_event_filter(file, b"next_pid == 0\n").map_err(|e| format!("set the filter: {:?}", e))?;
+    crate::sched::preempt_disable();
+    let off = call_cost(event_switch_leaf, &mut || {});
+    let r = trace_event_enable_disable(file, true)
+        .map_err(|e| format!("enable sched_switch: {:?}", e))
+        .and_then(|_| {
+            let on = call_cost(event_switch_leaf, &mut || tr.buffer.reset());
+            match this_cpu_entries(tr) {
+                0 => Ok((on.saturating_sub(off), N)),
+                got => Err(format!("{} events recorded, the filter rejects all", got)),
+            }
+        });
+    let _ = trace_event_enable_disable(file, false);
+    crate::sched::preempt_enable();
+    let _ = apply_event_filter(file, b"0\n");
+    tr.buffer.reset();
+    r
+}
+
 /// The key of [`bench_key_sites`]'s `JL_SITES` sites.
 static BENCH_SITES_KEY: StaticKey = StaticKey::new();
 /// Bit `i` set when site `i` of [`bench_key_sites`] took its branch.
@@ -1096,6 +1137,7 @@ pub fn run(args: &[String]) -> String {
     }
 
     rep.result("event_sched_switch", event_sched_switch(tr));
+    rep.result("event_filtered_out", event_filtered_out(tr));
 
     match update_all() {
         Ok((on, off, sites)) => {

@@ -20,10 +20,7 @@
 //!   adds its pids (`>` empties the list at open first), a bad number is
 //!   `EINVAL` and keeps the list; how the lists filter is
 //!   [`super::event_pid`].
-//! - `filter` (events/SYSTEM/ and each event) shows what Linux shows with
-//!   no filter. Filters are not built yet: a filter write of `0` (clear)
-//!   succeeds, any expression is `EINVAL`. Linux would accept a correct
-//!   expression: this kernel says it cannot rather than pretend.
+//! - `filter` (events/SYSTEM/ and each event): [`super::event_filter`].
 //! - each event's `trigger` is [`super::trigger`]'s. The `ftrace` system
 //!   has no `filter` and no `enable`, and only `ftrace/print` has a
 //!   `trigger`, as on Linux; that one lists the commands, and setting a
@@ -37,10 +34,11 @@ use alloc::vec::Vec;
 
 use tracer::filter::PidFilter;
 use tracer::trace_events::set_event::{
-    self, event_pid_text, filter_write, parse_enable, set_event_text, set_event_write,
-    system_enable_text, trigger_write,
+    event_pid_text, parse_enable, set_event_text, set_event_write, system_enable_text,
+    trigger_write,
 };
 
+use super::event_filter;
 use super::event_pid::{self, Which};
 use super::events::{event_mutex, ftrace_event_enable_disable_locked, TraceEventFile};
 use super::trace::TraceArray;
@@ -208,24 +206,14 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         if system == "ftrace" {
             continue;
         }
-        fixed_file(
-            &d,
-            "filter",
-            || set_event::EVENT_FILTER_NONE.into(),
-            filter_write,
-        )?;
+        event_filter::create_event_filter_file(tr, &d, index)?;
         super::trigger::create_trigger_file(&d, tr, index)?;
         if systems.insert(system) {
             let t = tr.clone();
             tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {
                 system_enable_open(&t, Some(system))
             })?;
-            fixed_file(
-                &sys,
-                "filter",
-                || set_event::SYSTEM_FILTER_DEFAULT.into(),
-                filter_write,
-            )?;
+            event_filter::create_system_filter_file(tr, &sys, system)?;
         }
     }
     // ftrace/print (made with the other internal formats) fires on

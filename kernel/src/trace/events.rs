@@ -44,6 +44,8 @@ use crate::fs::Errno;
 pub mod flags {
     /// The probe is registered.
     pub const ENABLED: u32 = 1 << 0;
+    /// A compiled filter is in place: the probe tests the record first.
+    pub const FILTERED: u32 = 1 << 3;
     /// A trigger holds a soft reference (`sm_ref`).
     pub const SOFT_MODE: u32 = 1 << 5;
     /// Registered, but the records are dropped.
@@ -57,6 +59,9 @@ pub mod flags {
     pub const PID_FILTER: u32 = 1 << 9;
     /// Was enabled once (never cleared).
     pub const WAS_ENABLED: u32 = 1 << 10;
+    /// The bits that send the probe out of line before it writes
+    /// anything (one test on the fast path).
+    pub const PROBE_SLOW: u32 = SOFT_DISABLED | PID_FILTER | TRIGGER_MODE | FILTERED;
 }
 
 /// One declared event, the same for every trace array (Linux: `struct
@@ -92,6 +97,8 @@ pub struct TraceEventFile {
     sm_ref: AtomicU32,
     /// The triggers on this event (Linux: `file->triggers`).
     pub triggers: super::trigger::EventTriggers,
+    /// The event's filter in this array (Linux: `file->filter`).
+    pub filter: super::event_filter::FilterSlot,
 }
 
 // SAFETY: `tr` is only read; it points to the trace array that owns this
@@ -147,11 +154,12 @@ impl TraceEventFile {
     }
 
     /// The probe's first test: whether the record needs more than "reserve
-    /// and fill" (a trigger, soft-disable, a pid list), which
-    /// [`trace_event_slow`] handles. One load and one test when not.
+    /// and fill" (a trigger, soft-disable, a pid list, a filter), which
+    /// the probe's out-of-line path handles. One load and one test when
+    /// not.
     #[inline(always)]
     pub fn needs_slow_path(&self) -> bool {
-        self.flags() & (flags::SOFT_DISABLED | flags::PID_FILTER | flags::TRIGGER_MODE) != 0
+        self.flags() & flags::PROBE_SLOW != 0
     }
 
     /// Whether a record must be dropped (soft-disabled, or the current
@@ -181,17 +189,19 @@ const REC_STACK_MAX: usize = 1280;
 /// `__event_trigger_test_discard`). True if the probe is done, false if it
 /// is to write the record itself.
 ///
-/// Without `TRIGGER_COND` the triggers run first, with no record, even if
-/// the event is soft-disabled; then the record is dropped or left to the
-/// probe. With `TRIGGER_COND` the record is built here, on the stack: the
-/// triggers whose filter accepts it run (post-triggers, `traceoff` and
-/// `stacktrace`, are only noted), the record is copied into the buffer
-/// unless it is dropped, and then the noted post-triggers run, so the
-/// event that turns tracing off is still in the trace.
+/// Without `TRIGGER_COND` or a filter the triggers run first, with no
+/// record, even if the event is soft-disabled; then the record is dropped
+/// or left to the probe. With `TRIGGER_COND` or `FILTERED` the record is
+/// built here, on the stack: the triggers whose filter accepts it run
+/// (post-triggers, `traceoff` and `stacktrace`, are only noted), the
+/// record is copied into the buffer unless it is dropped or the event's
+/// filter rejects it, and then the noted post-triggers run, so the event
+/// that turns tracing off is still in the trace. (An event with only a
+/// filter does not come here: its probe decides before building anything.)
 #[inline(always)]
 pub fn trace_event_slow(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
     let f = file.flags();
-    if f & flags::TRIGGER_COND == 0 || len > REC_STACK_MAX {
+    if f & (flags::TRIGGER_COND | flags::FILTERED) == 0 || len > REC_STACK_MAX {
         if f & flags::TRIGGER_MODE != 0 {
             super::trigger::event_triggers_call(file, None);
         }
@@ -207,7 +217,7 @@ pub fn trace_event_slow(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mu
     };
     fill(rec);
     let tt = super::trigger::event_triggers_call(file, Some(rec));
-    if !file.discard(file.flags()) {
+    if !file.discard(file.flags()) && super::event_filter::filter_match(file, rec) {
         trace_event_buffer_write(file, len, |buf| buf.copy_from_slice(rec));
     }
     if tt != 0 {
@@ -264,6 +274,34 @@ macro_rules! define_event_probes {
                     file: &$crate::trace::events::TraceEventFile,
                     $($arg: $argty),*
                 ) -> bool {
+                    use $crate::trace::events::flags;
+                    let f = file.flags();
+                    if f & (flags::SOFT_DISABLED | flags::PID_FILTER | flags::TRIGGER_MODE) == 0 {
+                        // Only a filter: decided before anything is
+                        // reserved. One test of one field is decided from
+                        // that field alone, computed from the arguments;
+                        // any other filter runs on the record built on the
+                        // stack, whose header's context half is filled only
+                        // if the filter reads common_flags/preempt_count/pid.
+                        let Some(filter) = file.filter.prog() else {
+                            return false;
+                        };
+                        if let Some(keep) = ::tracer::trace_events::$system::$name::field_test_keep(
+                            filter, $($arg),*)
+                        {
+                            return !keep;
+                        }
+                        let common = if filter.reads_context() {
+                            $crate::trace::trace::trace_entry_word($id)
+                        } else {
+                            $id as u64
+                        };
+                        return !::tracer::trace_events::$system::$name::with_record(
+                            common,
+                            $($arg,)*
+                            |rec| filter.matches(rec, &$crate::trace::event_filter::CurrentEnv),
+                        );
+                    }
                     let len = ::tracer::trace_events::$system::$name::size($($arg),*);
                     $crate::trace::events::trace_event_slow(file, len, |buf: &mut [u8]| {
                         ::tracer::trace_events::$system::$name::write(
@@ -500,6 +538,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
                 tr: tr_ptr,
                 sm_ref: AtomicU32::new(0),
                 triggers: super::trigger::EventTriggers::new(),
+                filter: super::event_filter::FilterSlot::new(),
             })
             .collect()
     });

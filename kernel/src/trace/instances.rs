@@ -23,7 +23,7 @@ use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
-use super::{buffer_files, control, events, export, functions, snapshot, trace};
+use super::{buffer_files, control, error_log, events, export, functions, snapshot, trace};
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
 
@@ -44,6 +44,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
     events::init_tr(tr, dir)?;
     snapshot::init_tr(tr, dir)?;
     functions::init_tr(tr, dir)?;
+    error_log::init_tr(tr, dir)?;
     Ok(())
 }
 

@@ -5,7 +5,9 @@
 pub mod bench;
 pub mod buffer_files;
 pub mod control;
+pub mod error_log;
 pub mod event_files;
+pub mod event_filter;
 pub mod event_pid;
 pub mod events;
 pub mod export;

@@ -70,6 +70,9 @@ pub struct TraceArray {
     pub events: super::events::TrEvents,
     /// The function tracer's state for this trace array.
     pub function: super::functions::TrFunction,
+    /// The last errors of tracing commands (`error_log`, Linux:
+    /// `tr->err_log`); see [`super::error_log`].
+    pub err_log: Mutex<tracer::error_log::ErrorLog>,
 }
 
 impl TraceArray {
@@ -93,6 +96,7 @@ impl TraceArray {
             open_files: alloc::sync::Arc::new(AtomicUsize::new(0)),
             events: super::events::TrEvents::new(),
             function: super::functions::TrFunction::new(),
+            err_log: Mutex::new(tracer::error_log::ErrorLog::new()),
         })
     }
 

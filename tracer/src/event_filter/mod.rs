@@ -55,7 +55,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use parse::{kstrtoll, kstrtoull};
-pub use pred::{regex_match, CmpOp, FilterEnv, MatchType, Op, Pred, StrSource};
+pub use pred::{regex_match, FilterEnv, MatchType, NumOp, Op, Pred, StrSource};
 
 use crate::errno::Errno;
 use crate::events::COMMON_FIELDS;
@@ -221,11 +221,36 @@ pub struct ProgEntry {
     pub target: u32,
 }
 
+/// A filter that is one numeric test of one of the event's own fields
+/// (`next_pid == 0`, `!(prio < 100)`): the probe computes just that
+/// field from its arguments and tests it, without building the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldTest {
+    /// The field's offset in the record (at least 8).
+    pub offset: u32,
+    shift: u8,
+    op: NumOp,
+    val: u64,
+    /// The program's `when_to_branch`: the record is kept when the test
+    /// differs from it.
+    invert: bool,
+}
+
+impl FieldTest {
+    /// Whether a record whose field has `bits` (the value's bytes in the
+    /// low bytes) passes the filter.
+    #[inline(always)]
+    pub fn keep(&self, bits: u64) -> bool {
+        pred::num_test(bits << self.shift, self.op, self.val) ^ self.invert
+    }
+}
+
 /// A compiled filter (Linux: `struct event_filter`'s `prog`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {
     prog: Vec<ProgEntry>,
     reads_context: bool,
+    field_test: Option<FieldTest>,
 }
 
 impl Filter {
@@ -238,17 +263,40 @@ impl Filter {
         // Bytes 2..8 of a record (flags, preempt count, pid) depend on
         // the context; common_type (0..2) is the event's own id.
         let reads_context = prog.iter().any(|e| match e.pred {
-            Pred::Eq { offset, .. } | Pred::Cmp { offset, .. } => (2..8).contains(&offset),
+            Pred::Num { offset, .. } => (2..8).contains(&offset),
             _ => false,
         });
+        let field_test = match prog.as_slice() {
+            [ProgEntry {
+                pred:
+                    Pred::Num {
+                        offset,
+                        shift,
+                        op,
+                        val,
+                    },
+                when_to_branch,
+                ..
+            }] if *offset >= 8 => Some(FieldTest {
+                offset: *offset,
+                shift: *shift,
+                op: *op,
+                val: *val,
+                invert: *when_to_branch,
+            }),
+            _ => None,
+        };
         Ok(Filter {
             prog,
             reads_context,
+            field_test,
         })
     }
 
     /// Whether the record passes (Linux: `filter_match_preds()`).
-    #[inline]
+    /// Inlined into its caller (the probe's out-of-line path), with the
+    /// numeric tests; string tests are calls.
+    #[inline(always)]
     pub fn matches<E: FilterEnv + ?Sized>(&self, rec: &[u8], env: &E) -> bool {
         let n = self.prog.len();
         let mut i = 0;
@@ -266,6 +314,13 @@ impl Filter {
     /// its first 8 bytes.
     pub fn reads_context(&self) -> bool {
         self.reads_context
+    }
+
+    /// The filter as one test of one field, when it is one (see
+    /// [`FieldTest`]); [`Filter::matches`] gives the same answer.
+    #[inline(always)]
+    pub fn field_test(&self) -> Option<&FieldTest> {
+        self.field_test.as_ref()
     }
 
     /// The program (for tests and the curious).

@@ -433,30 +433,12 @@ fn parse_pred(
     bad(FiltErr::InvalidValue, i)
 }
 
-/// `select_comparison_fn()`: the numeric predicate for the field's size.
+/// `select_comparison_fn()`: the numeric predicate for the field's size
+/// and signedness; a size other than 1, 2, 4 or 8 has none.
 fn select_comparison(field: &FilterField, op: Op, val: u64) -> Pred {
-    let size = match field.size {
-        1 | 2 | 4 | 8 => field.size as u8,
-        _ => return Pred::Nop,
-    };
-    match op.cmp() {
-        None => Pred::Eq {
-            offset: field.offset,
-            size,
-            val: if size == 8 {
-                val
-            } else {
-                val & ((1u64 << (8 * size as u32)) - 1)
-            },
-            not: op == Op::Ne,
-        },
-        Some(cmp) => Pred::Cmp {
-            offset: field.offset,
-            size,
-            signed: field.signed,
-            op: cmp,
-            val,
-        },
+    match (field.size, op.num(field.signed)) {
+        (1 | 2 | 4 | 8, Some(num)) => Pred::num(field.offset, field.size, num, val),
+        _ => Pred::Nop,
     }
 }
 

@@ -21,14 +21,22 @@ pub trait FilterEnv {
     fn comm(&self) -> [u8; 16];
 }
 
-/// A comparison on a numeric field (Linux: `OP_LT` .. `OP_BAND`, with
-/// `OP_EQ`/`OP_NE` handled by [`Pred::Eq`]).
+/// The comparison of a numeric predicate (Linux: `filter_pred_N` for
+/// `==`/`!=`, `filter_pred_sN`/`filter_pred_uN` for the others).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    Lt,
-    Le,
-    Gt,
-    Ge,
+pub enum NumOp {
+    Eq,
+    Ne,
+    /// Signed `<` `<=` `>` `>=`.
+    SLt,
+    SLe,
+    SGt,
+    SGe,
+    /// Unsigned `<` `<=` `>` `>=`.
+    ULt,
+    ULe,
+    UGt,
+    UGe,
     /// `&`: true when `field & value` is not 0.
     Band,
 }
@@ -60,15 +68,23 @@ impl Op {
         (Op::Band, "&"),
     ];
 
-    pub fn cmp(self) -> Option<CmpOp> {
-        match self {
-            Op::Lt => Some(CmpOp::Lt),
-            Op::Le => Some(CmpOp::Le),
-            Op::Gt => Some(CmpOp::Gt),
-            Op::Ge => Some(CmpOp::Ge),
-            Op::Band => Some(CmpOp::Band),
-            _ => None,
-        }
+    /// The numeric comparison of this operator on a field of that
+    /// signedness (`~` has none).
+    pub fn num(self, signed: bool) -> Option<NumOp> {
+        Some(match (self, signed) {
+            (Op::Eq, _) => NumOp::Eq,
+            (Op::Ne, _) => NumOp::Ne,
+            (Op::Band, _) => NumOp::Band,
+            (Op::Lt, true) => NumOp::SLt,
+            (Op::Le, true) => NumOp::SLe,
+            (Op::Gt, true) => NumOp::SGt,
+            (Op::Ge, true) => NumOp::SGe,
+            (Op::Lt, false) => NumOp::ULt,
+            (Op::Le, false) => NumOp::ULe,
+            (Op::Gt, false) => NumOp::UGt,
+            (Op::Ge, false) => NumOp::UGe,
+            (Op::Glob, _) => return None,
+        })
     }
 }
 
@@ -102,21 +118,16 @@ pub enum StrSource {
 /// One predicate (Linux: `struct filter_pred` with its `fn_num`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pred {
-    /// `==` / `!=` on a number of `size` bytes: `(val == field) ^ not`
-    /// (`filter_pred_8` .. `filter_pred_64`).
-    Eq {
+    /// A number of `size` bytes at `offset` against `val`, both
+    /// truncated to the field's width (Linux's `(type)pred->val`) and
+    /// compared as `op` says. Stored pre-shifted: the evaluator loads 8
+    /// bytes at `offset` and shifts them left by `shift` (64 - 8 * size),
+    /// which drops the bytes after the field and keeps order for both
+    /// signed and unsigned compares; `val` is shifted the same way.
+    Num {
         offset: u32,
-        size: u8,
-        val: u64,
-        not: bool,
-    },
-    /// `< <= > >= &` on a number (`filter_pred_s32`, `filter_pred_u64`..):
-    /// both sides truncated to the field's width, compared signed or not.
-    Cmp {
-        offset: u32,
-        size: u8,
-        signed: bool,
-        op: CmpOp,
+        shift: u8,
+        op: NumOp,
         val: u64,
     },
     /// The generic `CPU` field against a number (`filter_pred_cpu`: an
@@ -136,78 +147,77 @@ pub enum Pred {
     Nop,
 }
 
-/// The `size` bytes at `offset` as a little-endian number; 0 outside
-/// the record.
+/// The 8 bytes at `offset` as a little-endian number (bytes past the
+/// record read as 0).
 #[inline(always)]
-fn read(rec: &[u8], offset: u32, size: u8) -> u64 {
+fn load8(rec: &[u8], offset: u32) -> u64 {
     let o = offset as usize;
-    match size {
-        1 => rec.get(o).map_or(0, |&b| b as u64),
-        2 => rec
-            .get(o..o + 2)
-            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as u64),
-        4 => rec
-            .get(o..o + 4)
-            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64),
-        8 => rec.get(o..o + 8).map_or(0, |b| {
-            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-        }),
-        _ => 0,
+    match rec.get(o..o.wrapping_add(8)) {
+        Some(b) => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        None => load8_tail(rec, o),
     }
 }
 
-/// `v` truncated to `size` bytes and sign-extended.
-#[inline(always)]
-fn sext(v: u64, size: u8) -> i64 {
-    let shift = 64 - 8 * size as u32;
-    ((v << shift) as i64) >> shift
+/// [`load8`] near or past the record's end.
+#[cold]
+#[inline(never)]
+fn load8_tail(rec: &[u8], o: usize) -> u64 {
+    let mut b = [0u8; 8];
+    for (i, d) in b.iter_mut().enumerate() {
+        *d = o
+            .checked_add(i)
+            .and_then(|j| rec.get(j))
+            .copied()
+            .unwrap_or(0);
+    }
+    u64::from_le_bytes(b)
 }
 
-/// `v` truncated to `size` bytes.
+/// A numeric test on a field value `x` and a value `val`, both shifted
+/// to the top of the u64 (see [`Pred::Num`]).
 #[inline(always)]
-fn trunc(v: u64, size: u8) -> u64 {
-    if size >= 8 {
-        v
-    } else {
-        v & ((1u64 << (8 * size as u32)) - 1)
+pub(super) fn num_test(x: u64, op: NumOp, val: u64) -> bool {
+    match op {
+        NumOp::Eq => x == val,
+        NumOp::Ne => x != val,
+        NumOp::SLt => (x as i64) < val as i64,
+        NumOp::SLe => (x as i64) <= val as i64,
+        NumOp::SGt => (x as i64) > val as i64,
+        NumOp::SGe => (x as i64) >= val as i64,
+        NumOp::ULt => x < val,
+        NumOp::ULe => x <= val,
+        NumOp::UGt => x > val,
+        NumOp::UGe => x >= val,
+        NumOp::Band => x & val != 0,
     }
 }
 
 impl Pred {
-    /// Tests the record `rec` (Linux: `filter_pred_fn_call`).
-    #[inline]
+    /// The numeric predicate for a field of `size` bytes (1, 2, 4 or 8)
+    /// at `offset`.
+    pub fn num(offset: u32, size: u32, op: NumOp, val: u64) -> Pred {
+        let shift = 64 - 8 * size.clamp(1, 8) as u8;
+        Pred::Num {
+            offset,
+            shift,
+            op,
+            val: val << shift,
+        }
+    }
+}
+
+impl Pred {
+    /// Tests the record `rec` (Linux: `filter_pred_fn_call`). Numbers
+    /// are tested in line; strings out of line.
+    #[inline(always)]
     pub fn test<E: FilterEnv + ?Sized>(&self, rec: &[u8], env: &E) -> bool {
         match *self {
-            Pred::Eq {
+            Pred::Num {
                 offset,
-                size,
-                val,
-                not,
-            } => (read(rec, offset, size) == val) ^ not,
-            Pred::Cmp {
-                offset,
-                size,
-                signed,
+                shift,
                 op,
                 val,
-            } => {
-                let f = read(rec, offset, size);
-                if op == CmpOp::Band {
-                    return f & trunc(val, size) != 0;
-                }
-                let ord = if signed {
-                    sext(f, size).cmp(&sext(val, size))
-                } else {
-                    f.cmp(&trunc(val, size))
-                };
-                match op {
-                    CmpOp::Lt => ord.is_lt(),
-                    CmpOp::Le => ord.is_le(),
-                    CmpOp::Gt => ord.is_gt(),
-                    CmpOp::Ge => ord.is_ge(),
-                    CmpOp::Band => false,
-                }
-            }
+            } => num_test(load8(rec, offset) << shift, op, val),
             Pred::Cpu { op, val } => {
                 let cpu = env.cpu() as i32;
                 match op {
@@ -220,39 +230,48 @@ impl Pred {
                     Op::Band | Op::Glob => false,
                 }
             }
-            Pred::Str {
-                src,
-                offset,
-                ty,
-                ref pattern,
-                not,
-            } => {
-                let m = match src {
-                    StrSource::Static { len } => {
-                        let o = (offset as usize).min(rec.len());
-                        let end = o.saturating_add(len as usize).min(rec.len());
-                        regex_match(ty, pattern, &rec[o..end], len as usize)
-                    }
-                    StrSource::Dyn | StrSource::RelDyn => {
-                        let item = read(rec, offset, 4) as u32;
-                        let base = if src == StrSource::RelDyn {
-                            offset as usize + 4
-                        } else {
-                            0
-                        };
-                        let len = (item >> 16) as usize;
-                        let o = (base + (item & 0xffff) as usize).min(rec.len());
-                        let end = o.saturating_add(len).min(rec.len());
-                        regex_match(ty, pattern, &rec[o..end], len)
-                    }
-                    StrSource::Comm => {
-                        let comm = env.comm();
-                        regex_match(ty, pattern, &comm, comm.len())
-                    }
-                };
-                m ^ not
-            }
+            Pred::Str { .. } => self.test_str(rec, env),
             Pred::Nop => false,
+        }
+    }
+
+    #[inline(never)]
+    fn test_str<E: FilterEnv + ?Sized>(&self, rec: &[u8], env: &E) -> bool {
+        let Pred::Str {
+            src,
+            offset,
+            ty,
+            ref pattern,
+            not,
+        } = *self
+        else {
+            return false;
+        };
+        {
+            let m = match src {
+                StrSource::Static { len } => {
+                    let o = (offset as usize).min(rec.len());
+                    let end = o.saturating_add(len as usize).min(rec.len());
+                    regex_match(ty, pattern, &rec[o..end], len as usize)
+                }
+                StrSource::Dyn | StrSource::RelDyn => {
+                    let item = load8(rec, offset) as u32;
+                    let base = if src == StrSource::RelDyn {
+                        offset as usize + 4
+                    } else {
+                        0
+                    };
+                    let len = (item >> 16) as usize;
+                    let o = (base + (item & 0xffff) as usize).min(rec.len());
+                    let end = o.saturating_add(len).min(rec.len());
+                    regex_match(ty, pattern, &rec[o..end], len)
+                }
+                StrSource::Comm => {
+                    let comm = env.comm();
+                    regex_match(ty, pattern, &comm, comm.len())
+                }
+            };
+            m ^ not
         }
     }
 }

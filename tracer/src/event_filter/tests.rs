@@ -591,3 +591,57 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A filter of one numeric test decided from one field computed from
+    /// the probe's arguments (`field_test_keep`, what the kernel's probe
+    /// runs) agrees with the program run on the whole record.
+    #[test]
+    fn field_test_equals_program(
+        field in prop::sample::select(vec![
+            "prev_pid", "prev_prio", "prev_state", "next_pid", "next_prio",
+        ]),
+        op in prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">=", "&"]),
+        not in any::<bool>(),
+        val in prop_oneof![-2i64..3, any::<i32>().prop_map(i64::from), any::<i64>()],
+        preempt in any::<bool>(),
+        pids in (any::<i32>(), any::<i32>(), -1i32..3, 0i32..140),
+        state in prop_oneof![0u32..4, any::<u32>()],
+    ) {
+        let text = format!("{}{} {} {}", if not { "!" } else { "" }, field, op, val);
+        let f = sw(&text).unwrap();
+        let t = f.field_test().expect("one numeric test of an event field");
+        prop_assert!(t.offset >= 8);
+        let p = TaskInfo { comm: comm_bytes("a"), pid: pids.0, prio: pids.3 };
+        let n = TaskInfo { comm: comm_bytes("b"), pid: pids.1, prio: pids.2 };
+        let rec = sched_switch::assign(300, preempt, &p, &n, state);
+        let mut buf = alloc::vec![0u8; sched_switch::size(preempt, &p, &n, state)];
+        sched_switch::write(&mut buf, 300, preempt, &p, &n, state);
+        let _ = rec;
+        prop_assert_eq!(
+            sched_switch::field_test_keep(&f, preempt, &p, &n, state),
+            Some(f.matches(&buf, &ENV)),
+            "{}", text
+        );
+        // with_record builds the same bytes the ring buffer gets.
+        prop_assert!(sched_switch::with_record(300, preempt, &p, &n, state, |r| r == &buf[..]));
+    }
+}
+
+#[test]
+fn no_field_test_for_others() {
+    for text in [
+        "common_pid == 1",
+        "prev_pid == 1 && next_pid == 2",
+        "prev_comm == \"a\"",
+        "CPU == 0",
+    ] {
+        assert!(sw(text).unwrap().field_test().is_none(), "{}", text);
+    }
+    // A string event: with_record copies its string behind the fixed part.
+    use crate::trace_events::vfs::vfs_open;
+    let f = Filter::compile("filename ~ \"/tr*\" && ret == -2", vfs_open::FIELDS).unwrap();
+    assert!(vfs_open::with_record(360, "/tracing/x", 0, -2, |r| f.matches(r, &ENV)));
+    assert!(!vfs_open::with_record(360, "/etc", 0, -2, |r| f.matches(r, &ENV)));
+    assert_eq!(vfs_open::field_test_keep(&f, "/x", 0, 0), None);
+}

@@ -142,20 +142,30 @@ impl TraceEventCall {
 }
 
 /// A Rust type that can be a record field: whether it is a fixed array
-/// (and of how many elements). Signedness comes from the C type name.
+/// (and of how many elements), and its bits as a filter reads them (the
+/// value's little-endian bytes in the low bytes of a u64; 0 for an
+/// array, which a numeric filter never reads). Signedness comes from the
+/// C type name.
 pub trait FieldType {
     const ARRAY: Option<u32> = None;
+    fn bits(&self) -> u64;
 }
-impl FieldType for i8 {}
-impl FieldType for u8 {}
-impl FieldType for i16 {}
-impl FieldType for u16 {}
-impl FieldType for i32 {}
-impl FieldType for u32 {}
-impl FieldType for i64 {}
-impl FieldType for u64 {}
+macro_rules! int_field_type {
+    ($($t:ty),*) => {$(
+        impl FieldType for $t {
+            #[inline(always)]
+            fn bits(&self) -> u64 {
+                *self as u64
+            }
+        }
+    )*};
+}
+int_field_type!(i8, u8, i16, u16, i32, u32, i64, u64);
 impl<const N: usize> FieldType for [u8; N] {
     const ARRAY: Option<u32> = Some(N as u32);
+    fn bits(&self) -> u64 {
+        0
+    }
 }
 
 /// `is_signed_type()` of a C type name, as Linux 6.1 on x86_64 reports it
@@ -477,6 +487,72 @@ macro_rules! define_event_records {
                     $($(
                         $crate::trace_events::data_loc_copy(buf, rec.$dfield, $dexpr);
                     )*)?
+                }
+
+                /// The bits of the fixed field at `offset` in the record of
+                /// these arguments, computed alone (its `assign`
+                /// expression), without building the record: what a
+                /// filter of one numeric test reads. 0 for any other
+                /// offset.
+                #[inline(always)]
+                pub fn field_bits(offset: u32, $($arg: $argty),*) -> u64 {
+                    $(
+                        if offset == core::mem::offset_of!(Record, $afield) as u32 {
+                            return FieldType::bits(&$aexpr);
+                        }
+                    )*
+                    0
+                }
+
+                /// Whether the record of these arguments passes `filter`,
+                /// if the filter is one test of one field (`None`
+                /// otherwise): that field alone is computed from the
+                /// arguments, nothing is built.
+                #[inline(always)]
+                pub fn field_test_keep(
+                    filter: &$crate::event_filter::Filter,
+                    $($arg: $argty),*
+                ) -> Option<bool> {
+                    let t = filter.field_test()?;
+                    Some(t.keep(field_bits(t.offset, $($arg),*)))
+                }
+
+                /// Builds the record of these arguments on the stack,
+                /// behind the common header `common`, and hands its bytes
+                /// to `f` (what an event filter tests before anything is
+                /// reserved in the ring buffer). A fixed-size record is
+                /// the `Record` itself; one with strings is written into
+                /// a stack buffer of the largest size it can have.
+                #[inline(always)]
+                pub fn with_record<T>(common: u64, $($arg: $argty,)* f: impl FnOnce(&[u8]) -> T) -> T {
+                    const MAX: usize = core::mem::size_of::<Record>()
+                        $($(+ { let _ = stringify!($dfield); $crate::trace_events::DATA_LOC_STR_MAX + 1 })*)?;
+                    if MAX == core::mem::size_of::<Record>() {
+                        let rec = assign(common, $($arg),*);
+                        // SAFETY: `rec` is a live plain-data record of
+                        // size_of::<Record>() bytes; the slice ends before
+                        // it does. A filter reads only at its fields'
+                        // offsets, never a padding byte.
+                        let bytes = unsafe {
+                            core::slice::from_raw_parts(
+                                &rec as *const Record as *const u8,
+                                core::mem::size_of::<Record>(),
+                            )
+                        };
+                        f(bytes)
+                    } else {
+                        let mut buf = core::mem::MaybeUninit::<[u8; MAX]>::uninit();
+                        let n = size($($arg),*).min(MAX);
+                        // SAFETY: the first `n` bytes (n <= MAX) of `buf`
+                        // are zeroed before the slice over them is made.
+                        let bytes = unsafe {
+                            let p = buf.as_mut_ptr() as *mut u8;
+                            core::ptr::write_bytes(p, 0, n);
+                            core::slice::from_raw_parts_mut(p, n)
+                        };
+                        write(bytes, common, $($arg),*);
+                        f(bytes)
+                    }
                 }
 
                 pub const FIELDS: &[EventField] = &[

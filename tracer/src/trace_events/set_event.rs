@@ -251,22 +251,6 @@ pub fn strstrip(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
-/// A write to a `filter` file (an event's or a system's) while filters are
-/// not built: `0` (spaces around it allowed) clears the filter, which
-/// there is none of, and succeeds as on Linux. Any expression is `EINVAL`:
-/// Linux would compile it (and, for a system, succeed even where it does
-/// not compile), this kernel cannot, and says so rather than pretend.
-/// `PAGE_SIZE` bytes or more is `EINVAL` as on Linux.
-pub fn filter_write(input: &[u8]) -> Result<(), Errno> {
-    if input.len() >= PAGE_SIZE {
-        return Err(Errno::EINVAL);
-    }
-    match strstrip(input) {
-        b"0" => Ok(()),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
 /// A write to a `trigger` file while triggers are not built (Linux:
 /// `event_trigger_regex_write()`, `trigger_process_regex()`). The text is
 /// stripped; the command is what comes before the first `:`, space or tab,
