@@ -14,6 +14,8 @@ pub mod errno;
 #[forbid(unsafe_code)]
 pub mod error_log;
 #[forbid(unsafe_code)]
+pub mod event_field;
+#[forbid(unsafe_code)]
 pub mod event_filter;
 pub mod events;
 pub mod fgraph;

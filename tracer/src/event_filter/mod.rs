@@ -59,7 +59,7 @@ pub use pred::{regex_match, FilterEnv, MatchType, NumOp, Op, Pred, StrSource};
 
 use crate::errno::Errno;
 use crate::events::COMMON_FIELDS;
-use crate::trace_events::EventField;
+use crate::event_field::EventField;
 
 /// Linux's filter error kinds (`FILT_ERR_*`), in Linux's order: the
 /// index into [`ERR_TEXT`].

@@ -92,18 +92,7 @@ impl Common {
     }
 }
 
-/// One field of an event as the `format` file lists it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EventField {
-    /// The C type as Linux prints it (`pid_t`, `char`, `__data_loc char[]`).
-    pub ty: &'static str,
-    pub name: &'static str,
-    pub offset: u32,
-    pub size: u32,
-    pub signed: bool,
-    /// `Some(n)` for a fixed array, printed `name[n]`.
-    pub array: Option<u32>,
-}
+pub use crate::event_field::EventField;
 
 /// Everything tracing knows about one event (Linux: `struct
 /// trace_event_call` with its class).
