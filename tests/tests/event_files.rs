@@ -155,7 +155,7 @@ fn set_event_syntax_enable_files_and_errors() {
     assert_eq!(
         cat(&mut k, &format!("{ev}/trigger")),
         "# Available triggers:\n\
-         # traceon traceoff snapshot stacktrace enable_event disable_event\n"
+         # traceon traceoff snapshot stacktrace enable_event disable_event hist\n"
     );
     assert_eq!(echo(&mut k, "0", ">", &format!("{ev}/filter")), "");
     assert_eq!(echo(&mut k, "0", ">", "events/sched/filter"), "");

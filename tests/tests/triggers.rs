@@ -41,7 +41,7 @@ fn events(k: &mut Kernel, trace: &str) -> Vec<String> {
 fn counts_enable_event_stacktrace_instances_and_errors() {
     let mut k = Kernel::boot(&["--smp", "2"]);
     let help = "# Available triggers:\n\
-                # traceon traceoff snapshot stacktrace enable_event disable_event\n";
+                # traceon traceoff snapshot stacktrace enable_event disable_event hist\n";
     assert_eq!(run(&mut k, &format!("cat {ENTRY}/trigger")), help);
 
     // Bad writes: Linux's errno, nothing installed, no soft mode left.

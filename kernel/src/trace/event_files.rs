@@ -208,6 +208,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         }
         event_filter::create_event_filter_file(tr, &d, index)?;
         super::trigger::create_trigger_file(&d, tr, index)?;
+        super::hist::create_hist_file(&d, tr, index)?;
         if systems.insert(system) {
             let t = tr.clone();
             tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {

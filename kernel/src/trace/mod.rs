@@ -16,6 +16,7 @@ pub mod ftrace;
 pub mod functions;
 pub mod global_ops;
 pub mod graph;
+pub mod hist;
 pub mod instances;
 pub mod printk;
 pub mod selftest;
@@ -34,6 +35,7 @@ pub fn init() {
     control::init();
     trace::init();
     trigger::register_trigger_cmds();
+    hist::register_trigger_hist_cmd();
     register_sched_hooks();
     let root = crate::fs::tracefs::root();
     let Some(tr) = trace::global_trace_arc() else {

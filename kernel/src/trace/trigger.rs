@@ -102,6 +102,11 @@ pub trait TriggerOps: Send + Sync {
     fn target(&self) -> Option<&TraceEventFile> {
         None
     }
+    /// The hist trigger behind a `hist` trigger (for `cat hist` and for
+    /// matching specs).
+    fn hist(&self) -> Option<&tracer::hist::HistTrigger> {
+        None
+    }
     /// Undoes what registering took besides the list entry (the target's
     /// soft reference), once the trigger is off the list (Linux:
     /// `ops->free`).
@@ -295,7 +300,9 @@ pub fn register_trigger(
     }
     let data = Arc::new(data);
     let r = file.triggers.update(guard, |list| {
-        if list.iter().any(|t| t.same_as(ty, data.ops.target())) {
+        // Hist allows any number of distinct specs (its parse refuses an
+        // identical one).
+        if ty != TriggerType::Hist && list.iter().any(|t| t.same_as(ty, data.ops.target())) {
             return Err(Errno::EEXIST);
         }
         if ty == TriggerType::Hist {
@@ -337,6 +344,33 @@ pub fn unregister_trigger(
     if let Ok(Some(data)) = removed {
         after_removal(guard, file, &data);
     }
+}
+
+/// Removes the triggers of `file` for which `pred` holds (hist's
+/// `!hist:...` and `unreg_all`).
+pub fn unregister_trigger_if(
+    guard: &MutexGuard<'static, ()>,
+    file: &TraceEventFile,
+    pred: impl Fn(&EventTriggerData) -> bool,
+) {
+    let removed = file.triggers.update(guard, |list| {
+        let (gone, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|t| pred(t));
+        *list = kept;
+        Ok(gone)
+    });
+    if let Ok(gone) = removed {
+        for data in gone {
+            after_removal(guard, file, &data);
+        }
+    }
+}
+
+/// `file`'s triggers, for a holder of the event mutex.
+pub fn triggers_of<'a>(
+    file: &'a TraceEventFile,
+    _guard: &MutexGuard<'static, ()>,
+) -> &'a [Arc<EventTriggerData>] {
+    file.triggers.current()
 }
 
 /// What follows taking a trigger off `file`'s list (the grace period has

@@ -1,0 +1,199 @@
+//! Hist triggers in the kernel: the `hist` trigger command and each event's
+//! `hist` file (Linux: kernel/trace/trace_events_hist.c).
+//!
+//! `echo 'hist:keys=...' >> events/SYSTEM/EVENT/trigger` parses the spec
+//! with `tracer::hist` and registers a trigger whose action counts the
+//! event's record into the trigger's preallocated `tracing_map`. The hist
+//! command needs the record (`EVENT_CMD_FL_NEEDS_REC`), so the probe builds
+//! it on its stack, hands it to the triggers and, since a trigger puts the
+//! event in soft mode, writes nothing to the buffer unless the event is
+//! also enabled: counting costs no buffer space. Several hist triggers may
+//! sit on one event; `:pause`, `:cont` and `:clear` act on the existing
+//! trigger with the same spec, `!hist:...` removes it, and opening
+//! `trigger` with `O_TRUNC` removes them all (Linux's `unreg_all`).
+//!
+//! `cat events/SYSTEM/EVENT/hist` prints every hist trigger's table in
+//! Linux's layout (`tracer::hist::show`).
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use spin::MutexGuard;
+use tracer::event_filter::Filter;
+use tracer::hist::{self, EventInfo, HistCtx, HistSpec, HistTrigger, Register};
+use tracer::trigger::{TriggerCount, TriggerType, TriggerWrite};
+
+use super::events::{event_mutex, TraceEventFile};
+use super::trace::{KernelSymbols, TraceArray};
+use super::trigger::{
+    register_event_command, register_trigger, unregister_trigger_if, EventCommand,
+    EventTriggerData, TriggerOps, EVENT_CMD_FL_NEEDS_REC,
+};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ};
+use crate::fs::{Errno, OpenFile};
+
+/// A hist trigger's action and text.
+struct HistOps {
+    hist: HistTrigger,
+}
+
+impl TriggerOps for HistOps {
+    /// `event_hist_trigger()`: count the record (the probe has applied
+    /// the filter and skips a paused trigger).
+    #[inline]
+    fn trigger(&self, _data: &EventTriggerData, file: &TraceEventFile, rec: Option<&[u8]>) {
+        let Some(rec) = rec else {
+            return;
+        };
+        let mut ctx = HistCtx::default();
+        if self.hist.needs_ctx() {
+            ctx.ts = file.tr().trace_clock();
+            ctx.cpu = crate::arch::cpu_id() as u32;
+            if let Some(t) = crate::sched::current() {
+                ctx.comm = t.trace_info().comm;
+            }
+        }
+        self.hist.update(rec, &ctx);
+    }
+
+    fn print(&self, _data: &EventTriggerData, out: &mut String) {
+        hist::print(out, &self.hist);
+    }
+
+    fn hist(&self) -> Option<&HistTrigger> {
+        Some(&self.hist)
+    }
+}
+
+/// The event as the hist parser sees it.
+fn event_info(file: &TraceEventFile) -> EventInfo<'static> {
+    EventInfo {
+        system: file.call.system,
+        name: file.call.name,
+        fields: file.call.fields,
+    }
+}
+
+/// Pauses or continues a trigger: the probe's flag and the printed state.
+fn set_paused(data: &EventTriggerData, h: &HistTrigger, p: bool) {
+    data.paused.store(p, Ordering::SeqCst);
+    h.set_paused(p);
+}
+
+/// `:clear` (Linux: `hist_clear()`): pause, wait until no probe can still
+/// be counting, empty the map, continue as before.
+fn hist_clear(data: &EventTriggerData, h: &HistTrigger) {
+    let was = data.paused.swap(true, Ordering::SeqCst);
+    crate::rcu::synchronize_sched();
+    h.clear();
+    data.paused.store(was, Ordering::SeqCst);
+}
+
+/// `parse` of the hist command (Linux: `event_hist_trigger_parse()`).
+fn hist_parse(
+    cmd: &'static EventCommand,
+    guard: &MutexGuard<'static, ()>,
+    file: &TraceEventFile,
+    w: &TriggerWrite<'_>,
+) -> Result<(), Errno> {
+    let param = w.param_and_filter.ok_or(Errno::EINVAL)?;
+    let hc = hist::parse(param, &event_info(file)).map_err(|e| e.errno)?;
+    let filter = hc
+        .spec
+        .filter
+        .as_deref()
+        .map(|text| Filter::compile(text, file.call.fields).map_err(|e| e.errno))
+        .transpose()?;
+    let existing = super::trigger::triggers_of(file, guard);
+    let hists: Vec<(&Arc<EventTriggerData>, &HistTrigger)> = existing
+        .iter()
+        .filter_map(|d| d.ops.hist().map(|h| (d, h)))
+        .collect();
+    let specs: Vec<&HistSpec> = hists.iter().map(|(_, h)| &h.spec).collect();
+    if w.remove {
+        if let Some(i) = hist::find_match(&specs, &hc.spec) {
+            let target = Arc::as_ptr(hists[i].0);
+            unregister_trigger_if(guard, file, |d| core::ptr::eq(d, target));
+        }
+        return Ok(());
+    }
+    match hist::register(&specs, &hc).map_err(|e| e.errno)? {
+        Register::Update {
+            index,
+            pause,
+            cont,
+            clear,
+        } => {
+            let (data, h) = hists[index];
+            if pause {
+                set_paused(data, h, true);
+            } else if cont {
+                set_paused(data, h, false);
+            } else if clear {
+                hist_clear(data, h);
+            }
+            Ok(())
+        }
+        Register::Install { paused } => {
+            let h = HistTrigger::new(hc.spec, paused)?;
+            if h.uses_timestamps() {
+                file.tr().set_trace_clock(&h.spec.clock)?;
+            }
+            let data = EventTriggerData {
+                cmd,
+                count: TriggerCount::new(TriggerCount::UNLIMITED),
+                filter_str: h.spec.filter.clone(),
+                filter,
+                paused: AtomicBool::new(paused),
+                ops: Box::new(HistOps { hist: h }),
+            };
+            register_trigger(guard, file, data)
+        }
+    }
+}
+
+/// `unreg_all` of hist: `echo 'hist:...' > trigger` first removes every
+/// hist trigger of the event.
+fn hist_unreg_all(guard: &MutexGuard<'static, ()>, file: &TraceEventFile) {
+    unregister_trigger_if(guard, file, |d| d.ops.hist().is_some());
+}
+
+static HIST_CMD: EventCommand = EventCommand {
+    name: "hist",
+    trigger_type: TriggerType::Hist,
+    flags: EVENT_CMD_FL_NEEDS_REC,
+    parse: hist_parse,
+    unreg_all: Some(hist_unreg_all),
+};
+
+/// Registers the `hist` command (Linux: `register_trigger_hist_cmd`).
+pub fn register_trigger_hist_cmd() {
+    if register_event_command(&HIST_CMD).is_err() {
+        println!("hist: trigger command registered twice");
+    }
+}
+
+/// The text of `events/SYSTEM/EVENT/hist` (Linux: `hist_show()`).
+pub fn hist_text(file: &TraceEventFile) -> String {
+    let guard = event_mutex();
+    let mut out = String::new();
+    let list = super::trigger::triggers_of(file, &guard);
+    hist::show(
+        &mut out,
+        list.iter().filter_map(|d| d.ops.hist()),
+        &KernelSymbols,
+    );
+    out
+}
+
+/// Creates `hist` in `dir` for the event `tr.events.files()[index]`.
+pub fn create_hist_file(dir: &Dentry, tr: &Arc<TraceArray>, index: usize) -> Result<Dentry, Errno> {
+    let tr = tr.clone();
+    tracefs::create_file(dir, "hist", TRACE_MODE_READ, move |_| {
+        let text = hist_text(&tr.events.files()[index]);
+        Ok(Box::new(SeqFile::new(text)) as Box<dyn OpenFile>)
+    })
+}

@@ -1,0 +1,214 @@
+//! QEMU tests of hist triggers (`events/SYSTEM/EVENT/trigger` with
+//! `hist:...` and the `hist` file): on 4 CPUs a hist trigger counts exactly
+//! the records the same event writes, a table too small for its keys
+//! reports `Dropped`, and the text has Linux 6.1's layout (checked on
+//! /work/shared/linux/qemu.sh); pause, cont, clear, several triggers on
+//! one event, removal, soft mode and Linux's errnos. One boot.
+
+use std::collections::BTreeMap;
+
+use tests::Kernel;
+
+const EV: &str = "/tracing/events/vfs/vfs_open";
+
+fn clean(s: &str) -> String {
+    s.replace('\r', "")
+}
+
+fn run(k: &mut Kernel, cmd: &str) -> String {
+    clean(&k.run(cmd))
+}
+
+/// `{ common_pid: NAME  [  PID] } hitcount:  N` lines: (name, pid) -> N.
+fn execname_counts(hist: &str) -> BTreeMap<(String, u64), u64> {
+    hist.lines()
+        .filter(|l| l.starts_with("{ common_pid: "))
+        .map(|l| {
+            let name = l["{ common_pid: ".len()..].split_whitespace().next().unwrap();
+            let pid = l[l.find('[').unwrap() + 1..l.find(']').unwrap()].trim();
+            let n = l.rsplit(' ').next().unwrap();
+            ((name.to_string(), pid.parse().unwrap()), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The `Totals:` numbers of one block: (Hits, Entries, Dropped).
+fn totals(block: &str) -> (u64, u64, u64) {
+    let get = |what: &str| -> u64 {
+        block
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("    {what}: ")))
+            .unwrap_or_else(|| panic!("no {what} in {block}"))
+            .parse()
+            .unwrap()
+    };
+    (get("Hits"), get("Entries"), get("Dropped"))
+}
+
+#[test]
+fn hist_counts_layout_drops_and_commands() {
+    let mut k = Kernel::boot(&["--smp", "4"]);
+    assert_eq!(run(&mut k, "echo 4096 > /tracing/buffer_size_kb"), "");
+
+    // No hist trigger: the hist file is empty.
+    assert_eq!(run(&mut k, &format!("cat {EV}/hist")), "");
+
+    // --- Counts equal records on 4 CPUs ---------------------------------
+    // The same event is recorded and counted per task; the workers (one per
+    // CPU) only run between the enable and the disable, so for each of
+    // them the hitcount must equal its records in the trace.
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=common_pid.execname' > {EV}/trigger")),
+        ""
+    );
+    // A trigger alone puts the event in soft mode.
+    assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0*\n");
+    assert_eq!(run(&mut k, &format!("echo 1 > {EV}/enable")), "");
+    let out = run(&mut k, "work files 40");
+    assert!(out.contains(", 0 errors"), "{out}");
+    assert_eq!(run(&mut k, &format!("echo 0 > {EV}/enable")), "");
+    assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0*\n");
+    let trace = run(&mut k, "cat /tracing/trace");
+    let hist = run(&mut k, &format!("cat {EV}/hist"));
+    let mut records: BTreeMap<(String, u64), u64> = BTreeMap::new();
+    let mut cpus = std::collections::BTreeSet::new();
+    for l in trace.lines().filter(|l| l.contains("vfs_open:")) {
+        let task = l.split_whitespace().next().unwrap();
+        if let Some((name, pid)) = task.rsplit_once('-') {
+            if name.starts_with("work-files/") {
+                *records.entry((name.to_string(), pid.parse().unwrap())).or_default() += 1;
+                cpus.insert(l[l.find('[').unwrap()..l.find(']').unwrap()].to_string());
+            }
+        }
+    }
+    assert!(
+        trace.contains("# entries-in-buffer/entries-written: ")
+            && !trace.contains("overrun") ,
+        "{}",
+        &trace[..trace.len().min(2000)]
+    );
+    assert_eq!(records.len(), 4, "one worker per CPU: {records:?}");
+    assert_eq!(cpus.len(), 4, "records from 4 CPUs: {cpus:?}");
+    let counted: BTreeMap<_, _> = execname_counts(&hist)
+        .into_iter()
+        .filter(|((name, _), _)| name.starts_with("work-files/"))
+        .collect();
+    assert_eq!(counted, records, "hist counts vs trace records:\n{hist}");
+    assert!(records.values().all(|&n| n == 120), "{records:?}");
+    // The layout: Linux's header, entry lines and totals.
+    assert!(
+        hist.starts_with(
+            "# event histogram\n#\n# trigger info: hist:keys=common_pid.execname:vals=hitcount:sort=hitcount:size=2048 [active]\n#\n\n{ common_pid: "
+        ),
+        "{hist}"
+    );
+    let line = hist.lines().find(|l| l.contains("work-files/0")).unwrap();
+    let pid = records.keys().find(|(n, _)| n == "work-files/0").unwrap().1;
+    assert_eq!(
+        line,
+        format!("{{ common_pid: work-files/0    [{pid:>10}] }} hitcount: {:>10}", 120)
+    );
+    let (hits, entries, dropped) = totals(&hist);
+    assert_eq!(dropped, 0);
+    assert_eq!(entries as usize, execname_counts(&hist).len());
+    assert_eq!(hits, execname_counts(&hist).values().sum::<u64>());
+    assert!(hist.ends_with(&format!(
+        "\nTotals:\n    Hits: {hits}\n    Entries: {entries}\n    Dropped: 0\n"
+    )));
+
+    // --- A second trigger, a table too small, pause/cont/clear -----------
+    // `>>` adds: 160 distinct file names into 128 elements.
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=filename:size=100' >> {EV}/trigger")),
+        ""
+    );
+    assert_eq!(
+        run(&mut k, &format!("cat {EV}/trigger")),
+        "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount:size=2048 [active]\n\
+         hist:keys=filename:vals=hitcount:sort=hitcount:size=128 [active]\n"
+    );
+    let out = run(&mut k, "work files 40");
+    assert!(out.contains(", 0 errors"), "{out}");
+    let hist = run(&mut k, &format!("cat {EV}/hist"));
+    let blocks: Vec<&str> = hist.split("\n\n# event histogram\n").collect();
+    assert_eq!(blocks.len(), 2, "{hist}");
+    let (hits, entries, dropped) = totals(blocks[1]);
+    assert_eq!(entries, 128, "{}", blocks[1]);
+    assert!(dropped > 0, "{}", blocks[1]);
+    assert!(hits >= 128, "{}", blocks[1]);
+    // A string key: `%-50s`.
+    assert!(
+        blocks[1].lines().any(|l| l.starts_with("{ filename: /tmp/work-")
+            && l.find(" } hitcount:") == Some("{ filename: ".len() + 50)),
+        "{}",
+        blocks[1]
+    );
+
+    // pause: the spec with :pause changes the existing trigger.
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=common_pid.execname:pause' >> {EV}/trigger")),
+        ""
+    );
+    assert!(run(&mut k, &format!("cat {EV}/trigger")).starts_with(
+        "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount:size=2048 [paused]\n"
+    ));
+    let before = totals(&run(&mut k, &format!("cat {EV}/hist")));
+    run(&mut k, "work files 5");
+    assert_eq!(totals(&run(&mut k, &format!("cat {EV}/hist"))), before);
+    // cont, then clear.
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=common_pid.execname:cont' >> {EV}/trigger")),
+        ""
+    );
+    run(&mut k, "work files 5");
+    assert!(totals(&run(&mut k, &format!("cat {EV}/hist"))).0 > before.0);
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=filename:size=128:clear' >> {EV}/trigger")),
+        ""
+    );
+    let hist = run(&mut k, &format!("cat {EV}/hist"));
+    let blocks: Vec<&str> = hist.split("\n\n# event histogram\n").collect();
+    // Only the shell's own opens since the clear (cat's) are left.
+    let (hits, entries, dropped) = totals(blocks[1]);
+    assert!(hits <= 3 && entries <= 3 && dropped == 0, "{hist}");
+
+    // Errors, as on Linux 6.1; nothing changes.
+    let trig = run(&mut k, &format!("cat {EV}/trigger"));
+    for (write, err) in [
+        ("hist:keys=bogus", "Invalid argument"),
+        ("hist:keys=ret.bogus", "Invalid argument"),
+        ("hist:keys=ret:vals=ret.log2", "Invalid argument"),
+        ("hist:keys=ret:sort=foo", "Invalid argument"),
+        ("hist:vals=ret", "Invalid argument"),
+        ("hist:keys=ret:size=5", "Invalid argument"),
+        ("hist:keys=ret:cont", "No such file or directory"),
+        ("hist:keys=filename:size=128", "File exists"),
+        ("hist:keys=ret if bogus == 1", "Invalid argument"),
+    ] {
+        assert_eq!(
+            run(&mut k, &format!("echo '{write}' >> {EV}/trigger")),
+            format!("sh: echo: write error: {err}\n"),
+            "{write}"
+        );
+    }
+    assert_eq!(run(&mut k, &format!("cat {EV}/trigger")), trig);
+
+    // `!` removes the matching one; `>` removes every hist trigger first.
+    assert_eq!(run(&mut k, &format!("echo '!hist:keys=filename' >> {EV}/trigger")), "");
+    assert_eq!(
+        run(&mut k, &format!("cat {EV}/trigger")),
+        "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount:size=2048 [active]\n"
+    );
+    assert_eq!(
+        run(&mut k, &format!("echo 'hist:keys=ret.hex:sort=hitcount.descending' > {EV}/trigger")),
+        ""
+    );
+    assert_eq!(
+        run(&mut k, &format!("cat {EV}/trigger")),
+        "hist:keys=ret.hex:vals=hitcount:sort=hitcount.descending:size=2048 [active]\n"
+    );
+    assert_eq!(run(&mut k, &format!("echo '!hist:keys=ret.hex:sort=hitcount.descending' >> {EV}/trigger")), "");
+    assert_eq!(run(&mut k, &format!("cat {EV}/hist")), "");
+    // No trigger left: the event leaves soft mode.
+    assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0\n");
+}
