@@ -1167,6 +1167,12 @@ pub fn run(args: &[String]) -> String {
     );
 
     rep.result("format_per_event", format_cost(tr));
+    // The hist case lives with the hist trigger (super::hist), run with
+    // this module's loop; last, since its table changes the heap.
+    rep.result(
+        "hist_update",
+        super::hist::bench_hist_update(tr, N, event_switch_leaf, call_cost, this_cpu_entries),
+    );
 
     restore(saved);
     tr.buffer.reset();

@@ -197,3 +197,79 @@ pub fn create_hist_file(dir: &Dentry, tr: &Arc<TraceArray>, index: usize) -> Res
         Ok(Box::new(SeqFile::new(text)) as Box<dyn OpenFile>)
     })
 }
+
+/// Runs a `hist:` (or, with `remove`, `!hist:`) write on `file` as the
+/// `trigger` file would, for in-kernel users (the benchmark).
+pub fn hist_trigger_write(file: &TraceEventFile, param: &str, remove: bool) -> Result<(), Errno> {
+    let guard = event_mutex();
+    let w = TriggerWrite {
+        glob: if remove { "!hist" } else { "hist" },
+        cmd: "hist",
+        remove,
+        param_and_filter: Some(param),
+    };
+    // Through the registry's function pointer, as the trigger file calls it.
+    (core::hint::black_box(HIST_CMD.parse))(&HIST_CMD, &guard, file, &w)
+}
+
+/// The `bench` case `hist_update` (kernel/src/trace/bench.rs runs it with
+/// its own loop, `call_cost`, and leaf, `leaf`: the benchmark body behind
+/// the real sched_switch tracepoint): instructions per sched_switch counted
+/// by a one-key hist trigger (`hist:keys=prev_pid`) with the event itself
+/// off, so the probe builds the record on its stack, the trigger counts it
+/// into the tracing_map and nothing is written to the buffer; the leaf with
+/// the trigger minus the leaf with the tracepoint off. Every batch must
+/// count exactly `n` hits on the bench task's key and write no record.
+#[inline(never)]
+pub fn bench_hist_update(
+    tr: &TraceArray,
+    n: u64,
+    leaf: fn(u64, u64) -> u64,
+    call_cost: fn(fn(u64, u64) -> u64, &mut dyn FnMut()) -> u64,
+    this_cpu_entries: fn(&TraceArray) -> u64,
+) -> Result<(u64, u64), String> {
+    use super::events::sched::SCHED_SWITCH;
+    const SPEC: &str = "keys=prev_pid";
+    let file = tr
+        .events
+        .file_of(&SCHED_SWITCH)
+        .ok_or_else(|| String::from("no sched_switch event file"))?;
+    if crate::events::sched::trace_sched_switch_enabled() {
+        return Err(String::from(
+            "sched_switch has probes already (function_graph, set_event_pid?)",
+        ));
+    }
+    let key = crate::sched::current_pid() as i32 as i64 as u64;
+    // Preemption off while measuring only: registering and removing the
+    // trigger wait for grace periods.
+    crate::sched::preempt_disable();
+    let off = call_cost(leaf, &mut || {});
+    crate::sched::preempt_enable();
+    hist_trigger_write(file, SPEC, false).map_err(|e| String::from(e.strerror()))?;
+    let mut before = 0;
+    tr.buffer.reset();
+    crate::sched::preempt_disable();
+    let on = call_cost(leaf, &mut || {
+        before = hist_key_hitcount(file, key).unwrap_or(0);
+    });
+    let counted = hist_key_hitcount(file, key).unwrap_or(0) - before;
+    let written = this_cpu_entries(tr);
+    crate::sched::preempt_enable();
+    let _ = hist_trigger_write(file, SPEC, true);
+    tr.buffer.reset();
+    if counted != n {
+        Err(String::from("the hist did not count every call"))
+    } else if written != 0 {
+        Err(String::from("records were written with the event off"))
+    } else {
+        Ok((on.saturating_sub(off), n))
+    }
+}
+
+/// The hitcount of the one-word key `key` in `file`'s first hist trigger.
+pub fn hist_key_hitcount(file: &TraceEventFile, key: u64) -> Option<u64> {
+    let guard = event_mutex();
+    let list = super::trigger::triggers_of(file, &guard);
+    let h = list.iter().find_map(|d| d.ops.hist())?;
+    h.map.lookup(&[key]).map(|e| e.sum(0))
+}
