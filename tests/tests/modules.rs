@@ -817,6 +817,7 @@ const TRACE_ARRAY_UNIT: &[&str] = &[
     "trace::event_filter",
     "trace::error_log",
     "trace::trigger",
+    "trace::hist",
     "trace::functions",
     "trace::fgraph",
 ];
