@@ -24,7 +24,10 @@ fn execname_counts(hist: &str) -> BTreeMap<(String, u64), u64> {
     hist.lines()
         .filter(|l| l.starts_with("{ common_pid: "))
         .map(|l| {
-            let name = l["{ common_pid: ".len()..].split_whitespace().next().unwrap();
+            let name = l["{ common_pid: ".len()..]
+                .split_whitespace()
+                .next()
+                .unwrap();
             let pid = l[l.find('[').unwrap() + 1..l.find(']').unwrap()].trim();
             let n = l.rsplit(' ').next().unwrap();
             ((name.to_string(), pid.parse().unwrap()), n.parse().unwrap())
@@ -58,7 +61,10 @@ fn hist_counts_layout_drops_and_commands() {
     // CPU) only run between the enable and the disable, so for each of
     // them the hitcount must equal its records in the trace.
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=common_pid.execname' > {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=common_pid.execname' > {EV}/trigger")
+        ),
         ""
     );
     // A trigger alone puts the event in soft mode.
@@ -76,14 +82,15 @@ fn hist_counts_layout_drops_and_commands() {
         let task = l.split_whitespace().next().unwrap();
         if let Some((name, pid)) = task.rsplit_once('-') {
             if name.starts_with("work-files/") {
-                *records.entry((name.to_string(), pid.parse().unwrap())).or_default() += 1;
+                *records
+                    .entry((name.to_string(), pid.parse().unwrap()))
+                    .or_default() += 1;
                 cpus.insert(l[l.find('[').unwrap()..l.find(']').unwrap()].to_string());
             }
         }
     }
     assert!(
-        trace.contains("# entries-in-buffer/entries-written: ")
-            && !trace.contains("overrun") ,
+        trace.contains("# entries-in-buffer/entries-written: ") && !trace.contains("overrun"),
         "{}",
         &trace[..trace.len().min(2000)]
     );
@@ -106,7 +113,10 @@ fn hist_counts_layout_drops_and_commands() {
     let pid = records.keys().find(|(n, _)| n == "work-files/0").unwrap().1;
     assert_eq!(
         line,
-        format!("{{ common_pid: work-files/0    [{pid:>10}] }} hitcount: {:>10}", 120)
+        format!(
+            "{{ common_pid: work-files/0    [{pid:>10}] }} hitcount: {:>10}",
+            120
+        )
     );
     let (hits, entries, dropped) = totals(&hist);
     assert_eq!(dropped, 0);
@@ -119,7 +129,10 @@ fn hist_counts_layout_drops_and_commands() {
     // --- A second trigger, a table too small, pause/cont/clear -----------
     // `>>` adds: 160 distinct file names into 128 elements.
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=filename:size=100' >> {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=filename:size=100' >> {EV}/trigger")
+        ),
         ""
     );
     assert_eq!(
@@ -138,15 +151,20 @@ fn hist_counts_layout_drops_and_commands() {
     assert!(hits >= 128, "{}", blocks[1]);
     // A string key: `%-50s`.
     assert!(
-        blocks[1].lines().any(|l| l.starts_with("{ filename: /tmp/work-")
-            && l.find(" } hitcount:") == Some("{ filename: ".len() + 50)),
+        blocks[1]
+            .lines()
+            .any(|l| l.starts_with("{ filename: /tmp/work-")
+                && l.find(" } hitcount:") == Some("{ filename: ".len() + 50)),
         "{}",
         blocks[1]
     );
 
     // pause: the spec with :pause changes the existing trigger.
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=common_pid.execname:pause' >> {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=common_pid.execname:pause' >> {EV}/trigger")
+        ),
         ""
     );
     assert!(run(&mut k, &format!("cat {EV}/trigger")).starts_with(
@@ -157,13 +175,19 @@ fn hist_counts_layout_drops_and_commands() {
     assert_eq!(totals(&run(&mut k, &format!("cat {EV}/hist"))), before);
     // cont, then clear.
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=common_pid.execname:cont' >> {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=common_pid.execname:cont' >> {EV}/trigger")
+        ),
         ""
     );
     run(&mut k, "work files 5");
     assert!(totals(&run(&mut k, &format!("cat {EV}/hist"))).0 > before.0);
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=filename:size=128:clear' >> {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=filename:size=128:clear' >> {EV}/trigger")
+        ),
         ""
     );
     let hist = run(&mut k, &format!("cat {EV}/hist"));
@@ -194,20 +218,35 @@ fn hist_counts_layout_drops_and_commands() {
     assert_eq!(run(&mut k, &format!("cat {EV}/trigger")), trig);
 
     // `!` removes the matching one; `>` removes every hist trigger first.
-    assert_eq!(run(&mut k, &format!("echo '!hist:keys=filename' >> {EV}/trigger")), "");
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo '!hist:keys=filename' >> {EV}/trigger")
+        ),
+        ""
+    );
     assert_eq!(
         run(&mut k, &format!("cat {EV}/trigger")),
         "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount:size=2048 [active]\n"
     );
     assert_eq!(
-        run(&mut k, &format!("echo 'hist:keys=ret.hex:sort=hitcount.descending' > {EV}/trigger")),
+        run(
+            &mut k,
+            &format!("echo 'hist:keys=ret.hex:sort=hitcount.descending' > {EV}/trigger")
+        ),
         ""
     );
     assert_eq!(
         run(&mut k, &format!("cat {EV}/trigger")),
         "hist:keys=ret.hex:vals=hitcount:sort=hitcount.descending:size=2048 [active]\n"
     );
-    assert_eq!(run(&mut k, &format!("echo '!hist:keys=ret.hex:sort=hitcount.descending' >> {EV}/trigger")), "");
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo '!hist:keys=ret.hex:sort=hitcount.descending' >> {EV}/trigger")
+        ),
+        ""
+    );
     assert_eq!(run(&mut k, &format!("cat {EV}/hist")), "");
     // No trigger left: the event leaves soft mode.
     assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0\n");

@@ -822,7 +822,6 @@ const TRACE_ARRAY_UNIT: &[&str] = &[
     "trace::fgraph",
 ];
 
-
 #[test]
 fn tracer_modules_have_no_cycle() {
     let g = Graph::from_dir(&tests::root().join("tracer/src"));

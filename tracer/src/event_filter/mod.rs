@@ -58,8 +58,8 @@ pub use parse::{kstrtoll, kstrtoull};
 pub use pred::{regex_match, FilterEnv, MatchType, NumOp, Op, Pred, StrSource};
 
 use crate::errno::Errno;
-use crate::events::COMMON_FIELDS;
 use crate::event_field::EventField;
+use crate::events::COMMON_FIELDS;
 
 /// Linux's filter error kinds (`FILT_ERR_*`), in Linux's order: the
 /// index into [`ERR_TEXT`].
