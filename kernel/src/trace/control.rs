@@ -46,6 +46,9 @@ use crate::sched::WaitQueue;
 /// `current_tracer` is cut to this length first.
 pub const MAX_TRACER_SIZE: usize = 100;
 
+/// A tracer's `init` hook.
+pub type TracerInit = fn(&TraceArray) -> Result<(), Errno>;
+
 /// A tracer (Linux's `struct tracer`). Hooks are optional.
 pub struct Tracer {
     pub name: &'static str,
@@ -53,7 +56,7 @@ pub struct Tracer {
     /// must leave nothing behind: the previous tracer is started again and
     /// stays current, and the buffer keeps its events (Linux leaves `nop`
     /// with an emptied buffer).
-    pub init: Option<fn(&TraceArray) -> Result<(), Errno>>,
+    pub init: Option<TracerInit>,
     /// Runs when another tracer is selected.
     pub reset: Option<fn(&TraceArray)>,
     /// Run when `tracing_on` is set to 1 / 0 while this tracer is current.

@@ -139,7 +139,9 @@ pub fn filter_match(file: &TraceEventFile, rec: &[u8]) -> bool {
         .is_none_or(|f| f.matches(rec, &CurrentEnv))
 }
 
-/// Frees replaced filters once no probe can be using them.
+/// Frees replaced filters once no probe can be using them (each was
+/// published by its box's address, so they stay boxed until then).
+#[allow(clippy::vec_box)]
 fn free_after_grace_period(old: Vec<Box<Filter>>) {
     if !old.is_empty() {
         crate::rcu::synchronize_sched();

@@ -212,6 +212,10 @@ pub fn hist_trigger_write(file: &TraceEventFile, param: &str, remove: bool) -> R
     (core::hint::black_box(HIST_CMD.parse))(&HIST_CMD, &guard, file, &w)
 }
 
+/// The bench's measuring function: the cost of calling a leaf, with a
+/// reset run before each batch.
+pub type CallCost = fn(fn(u64, u64) -> u64, &mut dyn FnMut()) -> u64;
+
 /// The `bench` case `hist_update` (kernel/src/trace/bench.rs runs it with
 /// its own loop, `call_cost`, and leaf, `leaf`: the benchmark body behind
 /// the real sched_switch tracepoint): instructions per sched_switch counted
@@ -225,7 +229,7 @@ pub fn bench_hist_update(
     tr: &TraceArray,
     n: u64,
     leaf: fn(u64, u64) -> u64,
-    call_cost: fn(fn(u64, u64) -> u64, &mut dyn FnMut()) -> u64,
+    call_cost: CallCost,
     this_cpu_entries: fn(&TraceArray) -> u64,
 ) -> Result<(u64, u64), String> {
     use super::events::sched::SCHED_SWITCH;
