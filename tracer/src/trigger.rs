@@ -275,27 +275,7 @@ pub struct TriggerSpec<T> {
 pub fn parse_simple(cmd: SimpleCommand, w: &TriggerWrite<'_>) -> Result<TriggerSpec<()>, Errno> {
     debug_assert!(!cmd.has_target());
     let (param, filter) = separate_filter(w.param_and_filter, false)?;
-    if w.remove {
-        return Ok(TriggerSpec {
-            cmd,
-            remove: true,
-            count: TriggerCount::UNLIMITED,
-            filter: None,
-            target: None,
-        });
-    }
-    let count = parse_count(param)?;
-    let filter = filter
-        .map(trigger_filter_text)
-        .transpose()?
-        .map(String::from);
-    Ok(TriggerSpec {
-        cmd,
-        remove: false,
-        count,
-        filter,
-        target: None,
-    })
+    trigger_spec(cmd, w.remove, param, filter, None)
 }
 
 /// Parses the arguments of `enable_event` or `disable_event` (Linux:
@@ -314,13 +294,26 @@ pub fn parse_enable<T>(
     let rest = rest.ok_or(Errno::EINVAL)?;
     let (event, count_param) = strsep(rest, &[':']);
     let target = find(system, event).ok_or(Errno::EINVAL)?;
-    if w.remove {
+    trigger_spec(cmd, w.remove, count_param, filter, Some(target))
+}
+
+/// The spec both parsers end with: a removal ignores the count and the
+/// filter; otherwise the count (`:N`, kstrtoul base 0) and the filter text
+/// after `if` are checked.
+fn trigger_spec<T>(
+    cmd: SimpleCommand,
+    remove: bool,
+    count_param: Option<&str>,
+    filter: Option<&str>,
+    target: Option<T>,
+) -> Result<TriggerSpec<T>, Errno> {
+    if remove {
         return Ok(TriggerSpec {
             cmd,
             remove: true,
             count: TriggerCount::UNLIMITED,
             filter: None,
-            target: Some(target),
+            target,
         });
     }
     let count = parse_count(count_param)?;
@@ -333,7 +326,7 @@ pub fn parse_enable<T>(
         remove: false,
         count,
         filter,
-        target: Some(target),
+        target,
     })
 }
 

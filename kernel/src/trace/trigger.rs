@@ -585,17 +585,7 @@ fn simple_parse(
         // Linux: register_snapshot_trigger allocates the spare first.
         super::snapshot::tracing_alloc_snapshot_instance(file.tr())?;
     }
-    let data = EventTriggerData {
-        cmd,
-        count: TriggerCount::new(spec.count),
-        filter_str: spec.filter,
-        filter,
-        paused: AtomicBool::new(false),
-        ops: Box::new(SimpleOps {
-            cmd: which,
-            target: None,
-        }),
-    };
+    let data = simple_trigger(cmd, which, spec.count, spec.filter, filter, None);
     register_trigger(guard, file, data)
 }
 
@@ -622,20 +612,33 @@ fn enable_parse(
     }
     let filter = compile_filter(file, spec.filter.as_deref())?;
     event_soft_enable_disable_locked(guard, target, true)?;
-    let data = EventTriggerData {
+    let data = simple_trigger(cmd, which, spec.count, spec.filter, filter, Some(target));
+    register_trigger(guard, file, data).inspect_err(|_| {
+        let _ = event_soft_enable_disable_locked(guard, target, false);
+    })
+}
+
+/// The trigger data of a simple command (`which`) or of
+/// enable_event/disable_event (`target`), with the parsed count and filter.
+fn simple_trigger(
+    cmd: &'static EventCommand,
+    which: SimpleCommand,
+    count: u64,
+    filter_str: Option<String>,
+    filter: Option<Filter>,
+    target: Option<&TraceEventFile>,
+) -> EventTriggerData {
+    EventTriggerData {
         cmd,
-        count: TriggerCount::new(spec.count),
-        filter_str: spec.filter,
+        count: TriggerCount::new(count),
+        filter_str,
         filter,
         paused: AtomicBool::new(false),
         ops: Box::new(SimpleOps {
             cmd: which,
-            target: Some(target),
+            target: target.map(|t| t as *const TraceEventFile),
         }),
-    };
-    register_trigger(guard, file, data).inspect_err(|_| {
-        let _ = event_soft_enable_disable_locked(guard, target, false);
-    })
+    }
 }
 
 macro_rules! simple_command {
