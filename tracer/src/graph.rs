@@ -602,7 +602,7 @@ pub fn print_graph_headers(
         if empty {
             return;
         }
-        print_trace_header(out, Tracer::FunctionGraph, stats, lat);
+        print_trace_header(out, cfg, stats, lat);
     }
     print_graph_column_headers(out, graph_flags(cfg), latfmt);
 }

@@ -31,6 +31,8 @@ pub mod hist;
 pub mod jump_label;
 pub mod kallsyms;
 #[forbid(unsafe_code)]
+pub mod max_latency;
+#[forbid(unsafe_code)]
 pub mod options;
 #[forbid(unsafe_code)]
 pub mod output;

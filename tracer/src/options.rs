@@ -107,7 +107,16 @@ pub enum Tracer {
     Nop,
     Function,
     FunctionGraph,
+    /// The latency tracers (no options of their own).
+    Irqsoff,
+    Preemptoff,
+    Preemptirqsoff,
+    Wakeup,
+    WakeupRt,
 }
+
+/// How many [`Tracer`]s there are.
+const NR_TRACERS: usize = 8;
 
 impl Tracer {
     /// The name written to `current_tracer`.
@@ -116,6 +125,11 @@ impl Tracer {
             Tracer::Nop => "nop",
             Tracer::Function => "function",
             Tracer::FunctionGraph => "function_graph",
+            Tracer::Irqsoff => "irqsoff",
+            Tracer::Preemptoff => "preemptoff",
+            Tracer::Preemptirqsoff => "preemptirqsoff",
+            Tracer::Wakeup => "wakeup",
+            Tracer::WakeupRt => "wakeup_rt",
         }
     }
     /// Parses a `current_tracer` name.
@@ -124,6 +138,11 @@ impl Tracer {
             "nop" => Some(Tracer::Nop),
             "function" => Some(Tracer::Function),
             "function_graph" => Some(Tracer::FunctionGraph),
+            "irqsoff" => Some(Tracer::Irqsoff),
+            "preemptoff" => Some(Tracer::Preemptoff),
+            "preemptirqsoff" => Some(Tracer::Preemptirqsoff),
+            "wakeup" => Some(Tracer::Wakeup),
+            "wakeup_rt" => Some(Tracer::WakeupRt),
             _ => None,
         }
     }
@@ -133,14 +152,14 @@ impl Tracer {
             Tracer::Nop => &NOP_OPTS,
             Tracer::Function => &FUNC_OPTS,
             Tracer::FunctionGraph => &GRAPH_OPTS,
+            _ => &[],
         }
     }
     /// The default value of this tracer's option bits.
     pub fn default_flags(self) -> u32 {
         match self {
-            Tracer::Nop => 0,
-            Tracer::Function => 0,
             Tracer::FunctionGraph => graph_flags::DEFAULT,
+            _ => 0,
         }
     }
     fn index(self) -> usize {
@@ -249,7 +268,16 @@ const GRAPH_OPTS: [TracerOpt; 9] = {
     ]
 };
 
-const TRACERS: [Tracer; 3] = [Tracer::Nop, Tracer::Function, Tracer::FunctionGraph];
+const TRACERS: [Tracer; NR_TRACERS] = [
+    Tracer::Nop,
+    Tracer::Function,
+    Tracer::FunctionGraph,
+    Tracer::Irqsoff,
+    Tracer::Preemptoff,
+    Tracer::Preemptirqsoff,
+    Tracer::Wakeup,
+    Tracer::WakeupRt,
+];
 
 /// Which option a successful write changed, so the kernel can apply side
 /// effects (ring-buffer overwrite mode, the function tracer's stack-trace
@@ -275,7 +303,7 @@ pub struct TraceOptions {
     /// Core `trace_flags`.
     pub trace_flags: u32,
     /// Tracer option words, indexed by tracer.
-    tracer_flags: [u32; 3],
+    tracer_flags: [u32; NR_TRACERS],
 }
 
 impl Default for TraceOptions {
@@ -292,11 +320,7 @@ impl TraceOptions {
     pub fn new() -> Self {
         TraceOptions {
             trace_flags: TRACE_DEFAULT_FLAGS,
-            tracer_flags: [
-                Tracer::Nop.default_flags(),
-                Tracer::Function.default_flags(),
-                Tracer::FunctionGraph.default_flags(),
-            ],
+            tracer_flags: core::array::from_fn(|i| TRACERS[i].default_flags()),
         }
     }
 

@@ -68,17 +68,36 @@ pub struct Tracer {
     pub output: Option<fn(usize) -> Box<dyn TracerOutput>>,
     /// Can be the current tracer of an instance (Linux: `allow_instances`).
     pub allow_instances: bool,
+    /// Keeps its worst case in the spare buffer (Linux: `use_max_tr`):
+    /// selecting it allocates the spare, leaving it frees it, and the
+    /// `snapshot` files are EBUSY meanwhile (see `max_trace`).
+    pub use_max_tr: bool,
+    /// `trace` shows the spare buffer, the worst case, rather than the
+    /// live one (Linux: `print_max`).
+    pub print_max: bool,
+}
+
+impl Tracer {
+    /// A tracer with no hooks, for `..Tracer::EMPTY` in a tracer's
+    /// definition.
+    pub const EMPTY: Tracer = Tracer {
+        name: "",
+        init: None,
+        reset: None,
+        start: None,
+        stop: None,
+        output: None,
+        allow_instances: false,
+        use_max_tr: false,
+        print_max: false,
+    };
 }
 
 /// The tracer that traces nothing (Linux: kernel/trace/trace_nop.c).
 pub static NOP_TRACE: Tracer = Tracer {
     name: "nop",
-    init: None,
-    reset: None,
-    start: None,
-    stop: None,
-    output: None,
     allow_instances: true,
+    ..Tracer::EMPTY
 };
 
 /// Registered tracers, newest first (Linux's `trace_types` list).
@@ -151,15 +170,29 @@ pub fn tracing_set_tracer_tr(tr: &TraceArray, name: &str) -> Result<(), Errno> {
     if tr.trace_ref.load(Ordering::SeqCst) > 0 {
         return Err(Errno::EBUSY);
     }
+    // A latency tracer needs the spare buffer (Linux: the snapshot is
+    // armed before the old tracer goes): without memory for it, nothing
+    // changes.
+    if new.use_max_tr && !old.use_max_tr {
+        super::snapshot::tracing_alloc_snapshot_instance(tr)?;
+    }
     if let Some(reset) = old.reset {
         reset(tr);
     }
     *tr.current_trace.lock() = &NOP_TRACE;
+    if old.use_max_tr && !new.use_max_tr {
+        // The old tracer's probes may still be swapping: wait for them
+        // (they run with interrupts off), then give the spare back.
+        crate::rcu::synchronize_sched();
+        let _ = super::snapshot::tracing_free_snapshot_instance(tr);
+    }
     if let Some(Err(e)) = new.init.map(|init| init(tr)) {
         // The previous tracer started once already; if it cannot start
         // again, `nop` is current, as in Linux.
         if old.init.is_none_or(|init| init(tr).is_ok()) {
             *tr.current_trace.lock() = old;
+        } else if new.use_max_tr && !old.use_max_tr {
+            let _ = super::snapshot::tracing_free_snapshot_instance(tr);
         }
         return Err(e);
     }
@@ -178,6 +211,10 @@ pub fn tracing_set_nop(tr: &TraceArray) {
         reset(tr);
     }
     *tr.current_trace.lock() = &NOP_TRACE;
+    if old.use_max_tr {
+        crate::rcu::synchronize_sched();
+        let _ = super::snapshot::tracing_free_snapshot_instance(tr);
+    }
 }
 
 /// True while the top level's ring buffer records (`tracing_on` reads 1).
@@ -312,7 +349,13 @@ fn readme_show() -> String {
 /// (Linux's `tracing_write_stub`), so `echo > trace` succeeds.
 fn trace_open(tr: &Arc<TraceArray>, flags: OpenFlags) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
-        tr.buffer.reset();
+        // Under a latency tracer `trace` shows the spare buffer: that is
+        // the one cleared (Linux: `print_max` in `tracing_open`).
+        if tr.current_tracer().print_max {
+            super::snapshot::with_spare(tr, |_| tr.max_buffer.reset());
+        } else {
+            tr.buffer.reset();
+        }
     }
     let file = if flags.readable() {
         trace::trace_iter_open(tr);

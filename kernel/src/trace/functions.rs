@@ -470,6 +470,8 @@ pub static FUNCTION_TRACE: Tracer = Tracer {
     stop: None,
     output: None,
     allow_instances: true,
+    use_max_tr: false,
+    print_max: false,
 };
 
 /// A handle on a trace array that a file keeps (an `Arc<TraceArray>`, or

@@ -25,7 +25,7 @@
 //!    calls that lasted at least that long.
 use alloc::boxed::Box;
 use alloc::format;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use spin::{Lazy, Mutex};
 use tracer::entry::{GraphEntEntry, GraphRetEntry, TRACE_GRAPH_ENT, TRACE_GRAPH_RET};
@@ -44,8 +44,6 @@ use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// `max_graph_depth` (Linux: fgraph_max_depth), 0 = no limit.
 static MAX_DEPTH: AtomicU32 = AtomicU32::new(0);
-/// `tracing_thresh` in ns (Linux keeps it in ns and shows µs).
-static TRACING_THRESH: AtomicU64 = AtomicU64::new(0);
 /// `funcgraph-irqs` is off (Linux: ftrace_graph_skip_irqs).
 static SKIP_IRQS: AtomicBool = AtomicBool::new(false);
 
@@ -66,7 +64,7 @@ fn update_graph_slow() {
         || !NOTRACE_HASH.is_empty()
         || MAX_DEPTH.load(Ordering::SeqCst) != 0
         || SKIP_IRQS.load(Ordering::SeqCst)
-        || TRACING_THRESH.load(Ordering::SeqCst) != 0;
+        || super::max_trace::tracing_thresh() != 0;
     GRAPH_SLOW.store(slow, Ordering::SeqCst);
 }
 
@@ -149,7 +147,7 @@ fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool 
     {
         return false;
     }
-    if !tracer::graph::thresh_records_entry(TRACING_THRESH.load(Ordering::Relaxed)) {
+    if !tracer::graph::thresh_records_entry(super::max_trace::tracing_thresh()) {
         return true;
     }
     trace_graph_record_entry(trace)
@@ -189,7 +187,7 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
         rs.bits.fetch_and(!task_bits::NOTRACE, Ordering::Relaxed);
         return;
     }
-    let thresh = TRACING_THRESH.load(Ordering::Relaxed);
+    let thresh = super::max_trace::tracing_thresh();
     if !tracer::graph::thresh_records_return(thresh, trace.calltime, trace.rettime) {
         return;
     }
@@ -245,6 +243,8 @@ pub static GRAPH_TRACE: Tracer = Tracer {
     stop: None,
     output: Some(graph_output),
     allow_instances: false,
+    use_max_tr: false,
+    print_max: false,
 };
 
 /// Keeps the callbacks' copies of the graph options current (called when
@@ -317,17 +317,9 @@ pub fn init(root: &Dentry) -> Result<(), Errno> {
             Ok(())
         }),
     )?;
-    tracefs::create_show_store(
-        root,
-        "tracing_thresh",
-        TRACE_MODE_WRITE,
-        || format!("{}\n", TRACING_THRESH.load(Ordering::Relaxed) / 1000),
-        Some(|text: &str| {
-            TRACING_THRESH.store(parse_ulong(text)?.wrapping_mul(1000), Ordering::Relaxed);
-            update_graph_slow();
-            Ok(())
-        }),
-    )?;
+    // tracing_thresh is the trace array's (max_trace.rs); a new value
+    // changes which path the entry hook takes.
+    super::max_trace::THRESH_UPDATED.register(update_graph_slow)?;
     control::readme_add(
         "  set_graph_function\t- Trace the nested calls of a function (function_graph)\n  \
          set_graph_notrace\t- Do not trace the nested calls of a function (function_graph)\n  \

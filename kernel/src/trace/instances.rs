@@ -23,7 +23,9 @@ use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
-use super::{buffer_files, control, error_log, events, export, functions, snapshot, trace};
+use super::{
+    buffer_files, control, error_log, events, export, functions, max_trace, snapshot, trace,
+};
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
 
@@ -43,6 +45,7 @@ pub fn init_tracer_tracefs(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Err
     export::init_tr(tr, dir)?;
     events::init_tr(tr, dir)?;
     snapshot::init_tr(tr, dir)?;
+    max_trace::init_tr(tr, dir)?;
     functions::init_tr(tr, dir)?;
     error_log::init_tr(tr, dir)?;
     Ok(())

@@ -18,6 +18,7 @@ pub mod global_ops;
 pub mod graph;
 pub mod hist;
 pub mod instances;
+pub mod max_trace;
 pub mod printk;
 pub mod selftest;
 pub mod snapshot;
@@ -45,6 +46,7 @@ pub fn init() {
         .and_then(|_| ftrace::init_tracefs(&root))
         .and_then(|_| buffer_files::init(&root))
         .and_then(|_| snapshot::init())
+        .and_then(|_| max_trace::init(&root))
         .and_then(|_| functions::init())
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))

@@ -34,9 +34,10 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use spin::Mutex;
+use tracer::max_latency::MaxData;
 use tracer::output::header::SnapshotHelp;
 use tracer::output::TraceSeq;
 use tracer::ring_buffer::{Cpus, RingBufferError};
@@ -59,6 +60,14 @@ pub struct TrSnapshot {
     /// wait for the writers still in the swapped-out pages: the next user
     /// of the spare waits a grace period first ([`settle`]).
     swapped_in_probe: AtomicBool,
+    /// The worst latency of the array's latency tracer, in ns (Linux:
+    /// `tr->max_latency`; see `super::max_trace`).
+    pub max_latency: AtomicU64,
+    /// What was saved with the worst case's swap (Linux: the max
+    /// buffer's `trace_array_cpu`): written under the snapshot lock by the
+    /// swap ([`SwapGuard::save_max_data`]), read under it by the printer
+    /// ([`with_spare`]).
+    max_data: Mutex<MaxData>,
 }
 
 impl TrSnapshot {
@@ -188,14 +197,95 @@ pub fn tracing_alloc_snapshot_instance(tr: &TraceArray) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Frees `tr`'s spare buffer when a tracer that used it (`use_max_tr`)
+/// is replaced by one that does not (Linux: `free_snapshot` in
+/// `tracing_set_tracer`). The tracer's probes are gone and the caller
+/// waited for a grace period, so no swap is in flight.
+pub fn tracing_free_snapshot_instance(tr: &TraceArray) -> Result<(), Errno> {
+    let _guard = tr.snapshot.lock.lock();
+    settle(tr);
+    free_snapshot(tr)
+}
+
 /// Why [`tracing_snapshot_instance`] did not swap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SnapshotFail {
     /// No spare buffer (`echo 0 > snapshot` freed it).
     NotAllocated,
+    /// A latency tracer (`use_max_tr`) owns the spare buffer.
+    LatencyTracer,
     /// A snapshot file, a resize or another swap is in progress, or the
     /// live buffer was resized since the spare was allocated.
     Busy,
+}
+
+/// The locks held by a swap made from a probe ([`try_lock_swap`]): the
+/// array's snapshot lock and the resize lock. Dropping it tells the next
+/// user of the spare to wait for a grace period first ([`settle`]).
+pub(crate) struct SwapGuard<'a> {
+    tr: &'a TraceArray,
+    _snapshot: spin::MutexGuard<'a, ()>,
+    _resize: spin::MutexGuard<'static, ()>,
+}
+
+impl SwapGuard<'_> {
+    /// Swaps `cpu`'s pages of the live and spare buffers; false if that
+    /// failed (nothing changed).
+    ///
+    /// # Safety
+    /// As `RingBuffer::swap_cpu`: both buffers are fields of the array,
+    /// freed together with it; the swapped-out pages are read, cleared or
+    /// resized only under the snapshot lock, after `settle` has waited for
+    /// the grace period this guard asks for when dropped.
+    pub(crate) unsafe fn swap_cpu(&self, cpu: usize) -> bool {
+        // SAFETY: the caller's contract, above.
+        unsafe { self.tr.buffer.swap_cpu(&self.tr.max_buffer, cpu) }.is_ok()
+    }
+
+    /// Saves the data of the worst case that was just swapped in (Linux:
+    /// `__update_max_tr`).
+    pub(crate) fn save_max_data(&self, data: MaxData) {
+        // Only ever locked under the snapshot lock, which we hold.
+        if let Some(mut d) = self.tr.snapshot.max_data.try_lock() {
+            *d = data;
+        }
+    }
+}
+
+impl Drop for SwapGuard<'_> {
+    fn drop(&mut self) {
+        self.tr
+            .snapshot
+            .swapped_in_probe
+            .store(true, Ordering::Release);
+    }
+}
+
+/// Takes the locks a swap from a probe needs without waiting (a probe
+/// cannot wait): None if the snapshot files, a resize or another swap hold
+/// them, or if the live buffer was resized since the spare was allocated.
+pub(crate) fn try_lock_swap(tr: &TraceArray) -> Option<SwapGuard<'_>> {
+    let snapshot = tr.snapshot.lock.try_lock()?;
+    let resize = buffer_files::try_lock_resizes()?;
+    if (0..tr.nr_cpus).any(|c| tr.max_buffer.nr_pages(c) != tr.buffer.nr_pages(c)) {
+        return None;
+    }
+    Some(SwapGuard {
+        tr,
+        _snapshot: snapshot,
+        _resize: resize,
+    })
+}
+
+/// Runs `f` under the snapshot lock, after the grace period a swap from a
+/// probe may have left to wait for, with the data saved with the last
+/// worst case: what reads or clears the spare buffer outside this file
+/// (`trace` under a `print_max` tracer) goes through it.
+pub(crate) fn with_spare<R>(tr: &TraceArray, f: impl FnOnce(&MaxData) -> R) -> R {
+    let _guard = tr.snapshot.lock.lock();
+    settle(tr);
+    let data = *tr.snapshot.max_data.lock();
+    f(&data)
 }
 
 /// Swaps `tr`'s live and spare buffers from a probe (Linux:
@@ -207,23 +297,15 @@ pub fn tracing_snapshot_instance(tr: &TraceArray) -> Result<(), SnapshotFail> {
     if !tr.snapshot.allocated() {
         return Err(SnapshotFail::NotAllocated);
     }
-    let Some(_guard) = tr.snapshot.lock.try_lock() else {
-        return Err(SnapshotFail::Busy);
-    };
-    let Some(_locked) = buffer_files::try_lock_resizes() else {
-        return Err(SnapshotFail::Busy);
-    };
-    if (0..tr.nr_cpus).any(|c| tr.max_buffer.nr_pages(c) != tr.buffer.nr_pages(c)) {
-        return Err(SnapshotFail::Busy);
+    if tr.current_tracer().use_max_tr {
+        return Err(SnapshotFail::LatencyTracer);
     }
+    let guard = try_lock_swap(tr).ok_or(SnapshotFail::Busy)?;
     for c in 0..tr.nr_cpus {
-        // SAFETY: as in `take_snapshot`: both buffers live as long as `tr`,
-        // and the swapped-out pages are read, cleared or resized only under
-        // the snapshot lock, after `settle` has waited for a grace period
-        // because of the flag set below.
-        let _ = unsafe { tr.buffer.swap_cpu(&tr.max_buffer, c) };
+        // SAFETY: see SwapGuard::swap_cpu; the sizes were checked under
+        // the resize lock the guard holds.
+        let _ = unsafe { guard.swap_cpu(c) };
     }
-    tr.snapshot.swapped_in_probe.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -231,6 +313,11 @@ pub fn tracing_snapshot_instance(tr: &TraceArray) -> Result<(), SnapshotFail> {
 /// `tracing_snapshot_write`).
 fn snapshot_write(tr: &TraceArray, cpu: Option<usize>, text: &[u8]) -> Result<(), Errno> {
     let cmd = parse_snapshot_write(text, cpu.is_some())?;
+    // A latency tracer owns the spare buffer (Linux: EBUSY with
+    // `use_max_tr`).
+    if tr.current_tracer().use_max_tr {
+        return Err(Errno::EBUSY);
+    }
     let _guard = tr.snapshot.lock.lock();
     settle(tr);
     match cmd {
@@ -261,6 +348,20 @@ fn snapshot_show(tr: &TraceArray, cpu: Option<usize>) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// A `snapshot` file opened while a latency tracer (`use_max_tr`) owns
+/// the spare buffer: reads are EBUSY, as Linux's `s_start`, and so are
+/// writes.
+struct SnapshotBusy;
+
+impl OpenFile for SnapshotBusy {
+    fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Errno> {
+        Err(Errno::EBUSY)
+    }
+    fn write(&mut self, _buf: &[u8]) -> Result<usize, Errno> {
+        Err(Errno::EBUSY)
+    }
+}
+
 /// Opening a `snapshot` file: the text when opened for reading, and
 /// writes carried out as they come. `O_TRUNC` clears nothing (Linux).
 fn snapshot_open(
@@ -268,6 +369,9 @@ fn snapshot_open(
     cpu: Option<usize>,
     flags: OpenFlags,
 ) -> Result<Box<dyn OpenFile>, Errno> {
+    if flags.readable() && tr.current_tracer().use_max_tr {
+        return Ok(Box::new(SnapshotBusy));
+    }
     let text = if flags.readable() {
         snapshot_show(tr, cpu)
     } else {

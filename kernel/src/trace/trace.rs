@@ -362,6 +362,13 @@ pub fn tracing_stop_tr(tr: &TraceArray) {
     });
 }
 
+/// True while a [`tracing_stop_tr`] is not undone (Linux:
+/// `tr->stop_count`). Callable from a probe: if another CPU is changing
+/// the count this very moment, it reads as stopped.
+pub fn tracing_is_stopped(tr: &TraceArray) -> bool {
+    tr.stop_count.try_lock().is_none_or(|c| *c != 0)
+}
+
 /// Undoes one [`tracing_stop_tr`] (Linux: `tracing_start_tr`); the last one
 /// enables the ring buffer again.
 pub fn tracing_start_tr(tr: &TraceArray) {
@@ -566,27 +573,43 @@ pub fn open_iter(tr: &TraceArray, tracer: &control::Tracer, overruns: bool) -> I
     IterState::new(tr.nr_cpus, overruns, output)
 }
 
-/// What the latency-format header shows for this kernel: no latency
-/// tracer yet, so the latency and the task are zero, as Linux prints them
-/// for the function tracers.
-fn latency_info() -> LatencyInfo {
-    LatencyInfo {
-        release: String::from(env!("CARGO_PKG_VERSION")),
-        // Tasks are preempted on interrupt exit whenever preempt_count is 0.
-        preempt_model: "preempt",
-        ..LatencyInfo::default()
+/// What the latency-format header shows: for the live buffer the
+/// latency and the task are zero, as Linux prints them for the function
+/// tracers; for the spare buffer under a latency tracer, the data saved
+/// with the worst case (`max`).
+fn latency_info(max: Option<&tracer::max_latency::MaxData>) -> LatencyInfo {
+    // Tasks are preempted on interrupt exit whenever preempt_count is 0.
+    let model = "preempt";
+    let release = env!("CARGO_PKG_VERSION");
+    match max {
+        Some(d) => d.latency_info(release, model),
+        None => LatencyInfo {
+            release: String::from(release),
+            preempt_model: model,
+            ..LatencyInfo::default()
+        },
     }
 }
 
 /// The text of `trace` (`cpu` None) or of `per_cpu/cpuN/trace`: the header
-/// and the events, printed by `tracer` and the default printer.
+/// and the events, printed by `tracer` and the default printer. Under a
+/// `print_max` tracer (the latency tracers) it is the spare buffer's, the
+/// worst case's trace, from the start of that latency on (Linux:
+/// `tracing_iter_reset` skips the older events), headed by the data saved
+/// with it.
 pub fn print_trace(
     tr: &TraceArray,
     tracer: &control::Tracer,
     cpu: Option<usize>,
     out: &mut TraceSeq,
 ) {
-    print_buffer(tr, &tr.buffer, tracer, cpu, None, out);
+    if tracer.print_max {
+        super::snapshot::with_spare(tr, |max| {
+            print_buffer(tr, &tr.max_buffer, tracer, cpu, None, Some(max), out);
+        });
+    } else {
+        print_buffer(tr, &tr.buffer, tracer, cpu, None, None, out);
+    }
 }
 
 /// The text of `snapshot` (`cpu` None) or of `per_cpu/cpuN/snapshot`: as
@@ -599,39 +622,71 @@ pub fn print_snapshot(
     help: tracer::output::header::SnapshotHelp,
     out: &mut TraceSeq,
 ) {
-    print_buffer(tr, &tr.max_buffer, tracer, cpu, Some(help), out);
+    print_buffer(tr, &tr.max_buffer, tracer, cpu, Some(help), None, out);
 }
 
 /// [`print_trace`] of `buffer` (the live one or the spare), with the
-/// snapshot file's help text when `snapshot` is given and nothing shows.
+/// snapshot file's help text when `snapshot` is given and nothing shows;
+/// `max` is the data saved with a latency tracer's worst case, when the
+/// spare holds it: the events before it began are skipped.
 fn print_buffer(
     tr: &TraceArray,
     buffer: &RingBuffer,
     tracer: &control::Tracer,
     cpu: Option<usize>,
     snapshot: Option<tracer::output::header::SnapshotHelp>,
+    max: Option<&tracer::max_latency::MaxData>,
     out: &mut TraceSeq,
 ) {
-    let stats = BufferStats {
-        entries: buffer.entries(),
-        written: buffer.entries_written(),
+    let time_start = max.map_or(0, |m| m.cause.time_start);
+    let shown = |c: usize| cpu.is_none_or(|x| x == c);
+    let mut readers: Vec<_> = (0..tr.nr_cpus)
+        .map(|c| iter_reader(buffer, shown(c).then_some(c)))
+        .collect();
+    // Linux: `tracing_iter_reset` skips what is older than `time_start`
+    // and the header's counts leave it out (`skipped_entries`).
+    let mut stats = BufferStats {
+        entries: 0,
+        written: 0,
         online_cpus: arch::nr_cpus() as u32,
     };
-    let shown = |c: usize| cpu.is_none_or(|x| x == c);
+    for c in 0..tr.nr_cpus {
+        let mut skipped = 0;
+        if time_start != 0 {
+            if let Some(r) = readers.get_mut(c).filter(|_| shown(c)) {
+                while r.next_if(|rec| rec.ts < time_start).is_some() {
+                    skipped += 1;
+                }
+            } else {
+                skipped = buffer.iter(c).map_or(0, |mut it| {
+                    let mut n = 0;
+                    while it.next_with(|ts, _| ts < time_start) == Some(true) {
+                        n += 1;
+                    }
+                    n
+                });
+            }
+        }
+        let entries = buffer.entries_cpu(c);
+        if skipped != 0 {
+            stats.entries += entries.saturating_sub(skipped);
+            stats.written += entries.saturating_sub(skipped);
+        } else {
+            stats.entries += entries;
+            stats.written += entries + buffer.overrun_cpu(c);
+        }
+    }
     let overruns = (0..tr.nr_cpus)
         .filter(|c| shown(*c))
         .any(|c| buffer.overrun_cpu(c) != 0);
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let kind = TracerKind::from_name(tracer.name).unwrap_or(TracerKind::Nop);
-    let cfg = output_config(tr, kind, &options, &tasks);
+    let mut cfg = output_config(tr, kind, &options, &tasks);
+    cfg.time_start = time_start;
     let output = tracer.output.map(|open| open(tr.nr_cpus));
-    let mut src = Merger::from_readers(
-        (0..tr.nr_cpus)
-            .map(|c| iter_reader(buffer, shown(c).then_some(c)))
-            .collect(),
-    );
-    let lat = latency_info();
+    let mut src = Merger::from_readers(readers);
+    let lat = latency_info(max);
     match snapshot {
         None => write_trace_file(
             out, cfg, output, &stats, &lat, &mut src, tr.nr_cpus, overruns,

@@ -462,14 +462,22 @@ fn trace_array_puts(tr: &TraceArray, ip: u64, text: &str) {
 
 /// The `snapshot` trigger's action (Linux: `tracing_snapshot_instance`):
 /// swap `tr`'s buffers; with no spare buffer (freed since the trigger was
-/// set), say so in the trace and stop tracing, as Linux does.
+/// set), say so in the trace and stop tracing, as Linux does; under a
+/// latency tracer, which owns the spare buffer, say that.
 fn snapshot_trigger(tr: &TraceArray) {
     use super::snapshot::{tracing_snapshot_instance, SnapshotFail};
-    if let Err(SnapshotFail::NotAllocated) = tracing_snapshot_instance(tr) {
-        let ip = tracing_snapshot_instance as *const () as u64;
-        trace_array_puts(tr, ip, "*** SNAPSHOT NOT ALLOCATED ***\n");
-        trace_array_puts(tr, ip, "*** stopping trace here!   ***\n");
-        tracing_switch(tr, false);
+    let ip = tracing_snapshot_instance as *const () as u64;
+    match tracing_snapshot_instance(tr) {
+        Err(SnapshotFail::NotAllocated) => {
+            trace_array_puts(tr, ip, "*** SNAPSHOT NOT ALLOCATED ***\n");
+            trace_array_puts(tr, ip, "*** stopping trace here!   ***\n");
+            tracing_switch(tr, false);
+        }
+        Err(SnapshotFail::LatencyTracer) => {
+            trace_array_puts(tr, ip, "*** LATENCY TRACER ACTIVE ***\n");
+            trace_array_puts(tr, ip, "*** Can not use snapshot (sorry) ***\n");
+        }
+        _ => {}
     }
 }
 

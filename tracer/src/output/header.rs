@@ -12,8 +12,9 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::config::{truncate_str, OutputConfig};
+use super::format::seq_print_ip_sym;
 use super::seq::TraceSeq;
-use crate::options::{TraceOption, Tracer};
+use crate::options::TraceOption;
 
 /// Buffer counters shown in the header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +47,11 @@ pub struct LatencyInfo {
     pub nice: i64,
     pub policy: i64,
     pub rt_priority: i64,
+    /// `data->critical_start` / `critical_end`: where the irqsoff family's
+    /// section began and ended (the `=> started at:` / `=> ended at:`
+    /// lines, printed only when `critical_start` is not 0).
+    pub critical_start: u64,
+    pub critical_end: u64,
 }
 
 /// `print_event_info()`: the entries line and a `#` line.
@@ -133,17 +139,17 @@ pub fn print_lat_help_header(out: &mut TraceSeq) {
     );
 }
 
-/// `print_trace_header()`: the latency-format banner.
+/// `print_trace_header()`: the latency-format banner of `cfg.tracer`.
 pub fn print_trace_header(
     out: &mut TraceSeq,
-    tracer: Tracer,
+    cfg: &OutputConfig<'_>,
     stats: &BufferStats,
     lat: &LatencyInfo,
 ) {
     let _ = writeln!(
         out,
         "# {} latency trace v1.1.5 on {}",
-        tracer.name(),
+        cfg.tracer.name(),
         lat.release
     );
     out.push_str("# --------------------------------------------------------------------\n");
@@ -174,6 +180,13 @@ pub fn print_trace_header(
         lat.rt_priority
     );
     out.push_str("#    -----------------\n");
+    if lat.critical_start != 0 {
+        out.push_str("#  => started at: ");
+        seq_print_ip_sym(out, cfg.syms, lat.critical_start, cfg.options);
+        out.push_str("\n#  => ended at:   ");
+        seq_print_ip_sym(out, cfg.syms, lat.critical_end, cfg.options);
+        out.push_str("\n#\n");
+    }
     out.push_str("#\n");
 }
 
@@ -193,7 +206,7 @@ pub fn trace_default_header(
         if empty {
             return;
         }
-        print_trace_header(out, cfg.tracer, stats, lat);
+        print_trace_header(out, cfg, stats, lat);
         if !o.has(TraceOption::Verbose) {
             print_lat_help_header(out);
         }

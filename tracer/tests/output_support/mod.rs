@@ -136,7 +136,7 @@ pub fn stack_rec(ts: u64, ent: TraceEntry, callers: &[u64]) -> TraceRecord {
 pub fn tracer_output(t: Tracer, nr_cpus: usize) -> Option<Box<dyn TracerOutput>> {
     match t {
         Tracer::FunctionGraph => Some(Box::new(GraphOutput::new(nr_cpus))),
-        Tracer::Nop | Tracer::Function => None,
+        _ => None,
     }
 }
 
