@@ -44,7 +44,7 @@ use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRIT
 use crate::fs::{Errno, OpenFile, OpenFlags};
 
 /// Heap kept free by a resize, so the rest of the kernel can still allocate.
-pub(crate) const RESIZE_HEAP_RESERVE: usize = 4 << 20;
+const RESIZE_HEAP_RESERVE: usize = 4 << 20;
 /// Linux's `trace_clock` write buffer (`char buf[64]`).
 const CLOCK_NAME_MAX: usize = 64;
 
@@ -62,6 +62,19 @@ pub(crate) fn lock_resizes() -> MutexGuard<'static, ()> {
 /// snapshot) holds the lock.
 pub(crate) fn try_lock_resizes() -> Option<MutexGuard<'static, ()>> {
     RESIZE_LOCK.try_lock()
+}
+
+/// Whether `pages` new ring-buffer pages fit in the free heap with
+/// [`RESIZE_HEAP_RESERVE`] to spare (ENOMEM if not): the check Linux makes
+/// with `si_mem_available()` before it allocates a buffer.
+pub(crate) fn heap_fits_pages(pages: usize) -> Result<(), Errno> {
+    // Each page is a 4 KiB data page plus its bookkeeping.
+    let need = pages.saturating_mul(PAGE_SIZE + 128);
+    let (_, free) = crate::mm::heap::usage();
+    if need.saturating_add(RESIZE_HEAP_RESERVE) > free {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(())
 }
 
 /// Resizes the buffer of `cpus` to `size` bytes per CPU (Linux:
@@ -91,17 +104,12 @@ pub(crate) fn resize_ring_buffer(
         Cpus::One(_) => return Err(Errno::EINVAL),
     };
     let new_pages = nr_pages_for(size);
-    // Each page is a 4 KiB data page plus its bookkeeping.
-    let page_cost = PAGE_SIZE + 128;
-    let need = targets
-        .iter()
-        .map(|&c| new_pages.saturating_sub(buffer.nr_pages(c)))
-        .fold(0usize, |a, n| a.saturating_add(n))
-        .saturating_mul(page_cost);
-    let (_, free) = crate::mm::heap::usage();
-    if need.saturating_add(RESIZE_HEAP_RESERVE) > free {
-        return Err(Errno::ENOMEM);
-    }
+    heap_fits_pages(
+        targets
+            .iter()
+            .map(|&c| new_pages.saturating_sub(buffer.nr_pages(c)))
+            .fold(0usize, |a, n| a.saturating_add(n)),
+    )?;
     let old: Vec<usize> = targets.iter().map(|&c| buffer.size_per_cpu(c)).collect();
     for (i, &c) in targets.iter().enumerate() {
         if let Err(e) = buffer.resize(Cpus::One(c), size) {

@@ -109,13 +109,11 @@ impl InstanceOps for Instances {
 /// A new instance's array, with Linux's default buffer size, if the heap
 /// can hold it with room to spare (ENOMEM otherwise, nothing allocated).
 fn new_instance(name: &str) -> Result<TraceArray, Errno> {
-    let need = crate::arch::nr_cpus()
-        .saturating_mul(tracer::ring_buffer::nr_pages_for(TRACE_BUF_SIZE_DEFAULT) + 1)
-        .saturating_mul(tracer::ring_buffer::PAGE_SIZE + 128);
-    let (_, free) = crate::mm::heap::usage();
-    if need.saturating_add(buffer_files::RESIZE_HEAP_RESERVE) > free {
-        return Err(Errno::ENOMEM);
-    }
+    // Each CPU's pages and its reader page.
+    buffer_files::heap_fits_pages(
+        crate::arch::nr_cpus()
+            .saturating_mul(tracer::ring_buffer::nr_pages_for(TRACE_BUF_SIZE_DEFAULT) + 1),
+    )?;
     TraceArray::new(name, TRACE_BUF_SIZE_DEFAULT)
 }
 
