@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 18] = [
+const NAMES: [&str; 19] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -23,6 +23,7 @@ const NAMES: [&str; 18] = [
     "tracepoint_off",
     "event_sched_switch",
     "event_filtered_out",
+    "trigger_if_false",
     "enable_all_per_site",
     "disable_all_per_site",
     "event_enable_all_per_site",

@@ -808,6 +808,49 @@ fn event_filtered_out(tr: &TraceArray) -> Result<(u64, u64), String> {
     r
 }
 
+/// Instructions per sched_switch hit of a trigger that never fires:
+/// [`event_switch_leaf`] with `traceoff if prev_pid == -2` written to the
+/// top level's `events/sched/sched_switch/trigger` (as a user writes it,
+/// through the file) while the event itself stays off, so that the
+/// trigger alone registers the probe, soft-disabled; minus the same leaf
+/// with no trigger (the disabled tracepoint). Every batch must leave the
+/// buffer empty on this CPU and tracing on.
+fn trigger_if_false(tr: &TraceArray) -> Result<(u64, u64), String> {
+    const TRIGGER: &str = "/tracing/events/sched/sched_switch/trigger";
+    if crate::events::sched::trace_sched_switch_enabled() {
+        return Err(String::from(
+            "sched_switch has probes already (function_graph, set_event_pid?)",
+        ));
+    }
+    if !tr.tracing_on_flag().load(Ordering::Relaxed) {
+        return Err(String::from("tracing is off"));
+    }
+    crate::sched::preempt_disable();
+    let off = call_cost(event_switch_leaf, &mut || {});
+    crate::sched::preempt_enable();
+    crate::fs::vfs::write_file(TRIGGER, b"traceoff if prev_pid == -2\n")
+        .map_err(|e| format!("set the trigger: {:?}", e))?;
+    crate::sched::preempt_disable();
+    let on = call_cost(event_switch_leaf, &mut || tr.buffer.reset());
+    let got = this_cpu_entries(tr);
+    let still_on = tr.tracing_on_flag().load(Ordering::Relaxed);
+    crate::sched::preempt_enable();
+    let removed = crate::fs::vfs::write_file(TRIGGER, b"!traceoff\n");
+    tr.buffer.reset();
+    if !still_on {
+        control::tracing_on();
+    }
+    if let Err(e) = removed {
+        Err(format!("remove the trigger: {:?}", e))
+    } else if got != 0 {
+        Err(format!("{got} events recorded, expected none"))
+    } else if !still_on {
+        Err(String::from("the trigger fired"))
+    } else {
+        Ok((on.saturating_sub(off), N))
+    }
+}
+
 /// The key of [`bench_key_sites`]'s `JL_SITES` sites.
 static BENCH_SITES_KEY: StaticKey = StaticKey::new();
 /// Bit `i` set when site `i` of [`bench_key_sites`] took its branch.
@@ -1138,6 +1181,7 @@ pub fn run(args: &[String]) -> String {
 
     rep.result("event_sched_switch", event_sched_switch(tr));
     rep.result("event_filtered_out", event_filtered_out(tr));
+    rep.result("trigger_if_false", trigger_if_false(tr));
 
     match update_all() {
         Ok((on, off, sites)) => {
