@@ -67,6 +67,38 @@ pub fn func_remove<F: Copy + PartialEq>(
     Ok(list)
 }
 
+/// The list with the probe (`func`, `data`) replaced by `new`, in its
+/// place (Linux has no such call: it registers the new probe, then
+/// unregisters the old one, and for a moment both run). Publishing this
+/// list switches every CPU from the old probe to the new one at once: a
+/// call runs one or the other, never both, never neither. ENOENT if the
+/// old probe is not there, EEXIST if `new` is already another entry;
+/// `old` is never changed.
+pub fn func_replace<F: Copy + PartialEq>(
+    old: &[TracepointFunc<F>],
+    func: F,
+    data: usize,
+    new: TracepointFunc<F>,
+) -> Result<Vec<TracepointFunc<F>>, Errno> {
+    let at = old
+        .iter()
+        .position(|f| f.func == func && f.data == data)
+        .ok_or(Errno::ENOENT)?;
+    if old
+        .iter()
+        .enumerate()
+        .any(|(i, f)| i != at && f.func == new.func && f.data == new.data)
+    {
+        return Err(Errno::EEXIST);
+    }
+    let mut list = old.to_vec();
+    list[at] = TracepointFunc {
+        prio: old[at].prio,
+        ..new
+    };
+    Ok(list)
+}
+
 /// What a change of the probe list does to the tracepoint's static key
 /// (Linux turns the key on at the first probe and off after the last).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +157,19 @@ mod tests {
         let r = func_remove(&r, 2, 0).unwrap();
         assert!(r.is_empty());
         assert_eq!(func_remove(&r, 2, 0), Err(Errno::ENOENT));
+    }
+
+    #[test]
+    fn replace_keeps_the_place_and_priority() {
+        let l = vec![p(1, 0, 20), p(2, 0, 10), p(3, 0, 0)];
+        let r = func_replace(&l, 2, 0, p(7, 9, 99)).unwrap();
+        assert_eq!(r, vec![p(1, 0, 20), p(7, 9, 10), p(3, 0, 0)]);
+        // The same probe again (a no-op) is allowed; another entry is not.
+        assert_eq!(func_replace(&r, 7, 9, p(7, 9, 10)).unwrap(), r);
+        assert_eq!(func_replace(&r, 7, 9, p(1, 0, 10)), Err(Errno::EEXIST));
+        assert_eq!(func_replace(&r, 2, 0, p(5, 0, 10)), Err(Errno::ENOENT));
+        assert_eq!(func_replace(&[], 2, 0, p(5, 0, 10)), Err(Errno::ENOENT));
+        assert_eq!(key_change(r.len(), r.len()), KeyChange::Keep);
     }
 
     #[test]

@@ -645,3 +645,78 @@ fn no_field_test_for_others() {
     assert!(!vfs_open::with_record(360, "/etc", 0, -2, |r| f.matches(r, &ENV)));
     assert_eq!(vfs_open::field_test_keep(&f, "/x", 0, 0), None);
 }
+
+/// Values where the interval form of a test can go wrong: the ends of
+/// each width, signed and unsigned, and their neighbours.
+fn edge_values() -> Vec<u64> {
+    let mut v = Vec::new();
+    for bits in [8u32, 16, 32, 64] {
+        let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let smax = max >> 1;
+        for x in [0, 1, 2, smax - 1, smax, smax + 1, smax + 2, max - 1, max] {
+            v.push(x);
+            v.push(x.wrapping_neg());
+        }
+    }
+    v
+}
+
+const ALL_NUM_OPS: [NumOp; 11] = [
+    NumOp::Eq,
+    NumOp::Ne,
+    NumOp::SLt,
+    NumOp::SLe,
+    NumOp::SGt,
+    NumOp::SGe,
+    NumOp::ULt,
+    NumOp::ULe,
+    NumOp::UGt,
+    NumOp::UGe,
+    NumOp::Band,
+];
+
+/// The field test's interval gives the predicate's answer (inverted or
+/// not) for every operator and width on the edge values.
+#[test]
+fn field_test_interval_edges() {
+    let edges = edge_values();
+    for op in ALL_NUM_OPS {
+        for size in [1u32, 2, 4, 8] {
+            let Pred::Num { shift, .. } = Pred::num(8, size, op, 0) else {
+                unreachable!()
+            };
+            for invert in [false, true] {
+                for &val in &edges {
+                    let val = val << shift;
+                    let t = FieldTest::new(8, shift, op, val, invert);
+                    for &bits in &edges {
+                        assert_eq!(
+                            t.keep(bits),
+                            pred::num_test(bits << shift, op, val) ^ invert,
+                            "{op:?} size {size} invert {invert} val {val:#x} bits {bits:#x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    /// The same on random values.
+    #[test]
+    fn field_test_interval_random(
+        op in prop::sample::select(ALL_NUM_OPS.to_vec()),
+        size in prop::sample::select(vec![1u32, 2, 4, 8]),
+        invert in any::<bool>(),
+        val in any::<u64>(),
+        bits in proptest::collection::vec(any::<u64>(), 16),
+    ) {
+        let Pred::Num { shift, .. } = Pred::num(8, size, op, 0) else { unreachable!() };
+        let val = val << shift;
+        let t = FieldTest::new(8, shift, op, val, invert);
+        for b in bits.into_iter().chain([val >> shift, (val >> shift).wrapping_add(1)]) {
+            prop_assert_eq!(t.keep(b), pred::num_test(b << shift, op, val) ^ invert);
+        }
+    }
+}
