@@ -101,9 +101,12 @@ fn events_in_trace_raw_hex_and_function_graph() {
     for e in ["sched_switch", "sched_wakeup"] {
         assert_eq!(k.run(&format!("echo 1 > {T}/events/sched/{e}/enable")), "");
     }
-    // The shell sleeps for its next line after each command: a switch to
-    // the idle task, a wakeup by the console interrupt, a switch back.
+    // The shell sleeps for its next line after each command (a switch to
+    // the idle task, a wakeup by the console interrupt, a switch back) when
+    // it gets there before the line does; `sleep` always sleeps, and the
+    // timer wakes it, so at least one wakeup is certain.
     k.run("ls /");
+    k.run("sleep 0.01");
     k.run("ls /tmp");
     assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
 
