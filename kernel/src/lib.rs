@@ -11,6 +11,7 @@ pub mod arch;
 pub mod events;
 pub mod fs;
 pub mod hook;
+pub mod irqflags;
 pub mod jump_label;
 pub mod kallsyms;
 pub mod mm;
@@ -139,11 +140,11 @@ fn read_cstr(pa: u64) -> String {
 
 #[panic_handler]
 fn panic(info: &PanicInfo) -> ! {
-    arch::without_interrupts(|| {
-        console::force_unlock();
-        println!("\nKernel panic on cpu{}: {}", arch::cpu_id(), info);
-        arch::traps::print_backtrace(arch::frame_pointer());
-        println!("---[ end Kernel panic ]---");
-        arch::exit_qemu(arch::PANIC_EXIT)
-    })
+    // Raw: nothing is reported to tracing on the way down.
+    arch::irqflags::arch_local_irq_disable();
+    console::force_unlock();
+    println!("\nKernel panic on cpu{}: {}", arch::cpu_id(), info);
+    arch::traps::print_backtrace(arch::frame_pointer());
+    println!("---[ end Kernel panic ]---");
+    arch::exit_qemu(arch::PANIC_EXIT)
 }

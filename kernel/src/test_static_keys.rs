@@ -303,7 +303,7 @@ pub fn jump_label_stress(toggles: u64) -> String {
                     }
                     calls.fetch_add(1, Ordering::Relaxed);
                 }
-                crate::arch::without_interrupts(|| results.lock().push(c));
+                crate::irqflags::without_interrupts(|| results.lock().push(c));
             })
         })
         .collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 19] = [
+const NAMES: [&str; 23] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -21,6 +21,10 @@ const NAMES: [&str; 19] = [
     "rb_event_1cpu",
     "tracepoint_off_base",
     "tracepoint_off",
+    "irq_pair_base",
+    "irq_pair",
+    "preempt_pair_base",
+    "preempt_pair",
     "event_sched_switch",
     "event_filtered_out",
     "trigger_if_false",

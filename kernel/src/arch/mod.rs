@@ -10,11 +10,12 @@ mod x86_64;
 pub use self::x86_64::{acpi, apic, boot, gdt, idt, paging, smp, tsc};
 // Which CPU this is, how many there are, per-CPU data, and cross-CPU calls.
 pub use self::x86_64::{apic_id, cpu_id, nr_cpus, percpu, smp_call_function};
-// Interrupt flag, idle, time stamps, frame pointer and instruction pointer,
-// stopping the machine.
+// The interrupt flag's raw operations (generic code uses crate::irqflags,
+// which reports them to tracing), time stamps, frame pointer and
+// instruction pointer, stopping the machine.
+pub use self::x86_64::irqflags;
 pub use self::x86_64::{
-    enable_and_halt, exit_qemu, frame_pointer, irqs_enabled, local_irq_restore, local_irq_save,
-    rdtsc, return_address, this_ip, without_interrupts, PANIC_EXIT,
+    exit_qemu, frame_pointer, irqs_enabled, rdtsc, return_address, this_ip, PANIC_EXIT,
 };
 // Device interrupts, exceptions (int3 hook, backtraces) and the console's
 // UART.

@@ -38,14 +38,27 @@ fn send_all(port: &mut SerialPort, bytes: &[u8]) {
     }
 }
 
+/// Runs `f` with interrupts off, without telling tracing (the raw
+/// operations): the console sits below everything that prints, the code
+/// patcher and the static keys included, which the irq-flag reports
+/// (crate::irqflags) use.
+#[inline(always)]
+fn without_interrupts_raw<R>(f: impl FnOnce() -> R) -> R {
+    use crate::arch::irqflags::{arch_local_irq_restore, arch_local_irq_save};
+    let flags = arch_local_irq_save();
+    let r = f();
+    arch_local_irq_restore(flags);
+    r
+}
+
 /// Writes raw bytes to the console, turning `\n` into `\r\n`.
 pub fn write_bytes(bytes: &[u8]) {
-    crate::arch::without_interrupts(|| send_all(&mut COM1.lock(), bytes));
+    without_interrupts_raw(|| send_all(&mut COM1.lock(), bytes));
 }
 
 #[doc(hidden)]
 pub fn _print(args: fmt::Arguments) {
-    crate::arch::without_interrupts(|| {
+    without_interrupts_raw(|| {
         let _ = Writer(&mut COM1.lock()).write_fmt(args);
     });
 }

@@ -57,7 +57,7 @@ impl InputRing {
 /// Moves received bytes from the UART to the input queue while it has
 /// room, and wakes the readers.
 fn pull_input() {
-    crate::arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let _pull = PULL.lock();
         let mut moved = false;
         while !INPUT.lock().is_full() {
@@ -81,7 +81,7 @@ fn pull_input() {
 /// Returns the next input byte without blocking.
 pub fn try_read_byte() -> Option<u8> {
     pull_input();
-    crate::arch::without_interrupts(|| INPUT.lock().pop())
+    crate::irqflags::without_interrupts(|| INPUT.lock().pop())
 }
 
 /// Blocks until an input byte arrives.
@@ -96,7 +96,7 @@ pub fn read_byte() -> u8 {
 
 /// True if input is waiting, in the queue or still in the UART.
 pub fn input_available() -> bool {
-    crate::arch::without_interrupts(|| INPUT.lock().len > 0 || COM1.lock().data_ready())
+    crate::irqflags::without_interrupts(|| INPUT.lock().len > 0 || COM1.lock().data_ready())
 }
 
 /// The serial interrupt: move the received bytes to the input queue.

@@ -59,7 +59,7 @@ static HEAP: KernelHeap = KernelHeap(Mutex::new(Heap::empty()));
 unsafe impl GlobalAlloc for KernelHeap {
     #[inline(always)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ptr = arch::without_interrupts(|| {
+        let ptr = crate::irqflags::without_interrupts(|| {
             self.0
                 .lock()
                 .allocate_first_fit(layout)
@@ -88,7 +88,7 @@ unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if let Some(p) = NonNull::new(ptr) {
             // SAFETY: `ptr` came from `alloc` with the same layout (GlobalAlloc contract).
-            arch::without_interrupts(|| unsafe { self.0.lock().deallocate(p, layout) });
+            crate::irqflags::without_interrupts(|| unsafe { self.0.lock().deallocate(p, layout) });
             if crate::static_branch_unlikely!(__TRACEPOINT_KEY_kfree) {
                 let call_site = arch::return_address();
                 kmem_event(|| trace_kfree(call_site, ptr as u64));
@@ -105,7 +105,7 @@ pub fn init(start: u64, size: u64) {
 
 /// (used, free) bytes.
 pub fn usage() -> (usize, usize) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let h = HEAP.0.lock();
         (h.used(), h.free())
     })

@@ -181,8 +181,8 @@ pub fn run_idle(cpu: usize) -> ! {
         adopt_idle(cpu);
     }
     loop {
-        arch::without_interrupts(schedule_locked_irqs);
-        arch::enable_and_halt();
+        crate::irqflags::without_interrupts(schedule_locked_irqs);
+        crate::irqflags::safe_halt();
     }
 }
 
@@ -198,7 +198,7 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: 
         .filter(|&c| c < arch::nr_cpus())
         .unwrap_or_else(least_loaded_cpu);
     task.cpu.store(target, Ordering::Relaxed);
-    arch::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
+    crate::irqflags::without_interrupts(|| TASKS.lock().insert(pid, task.clone()));
     // Before the scheduler runs there is no parent task to report.
     if let Some(parent) = current() {
         events::trace_sched_process_fork(parent.trace_info(), task.trace_info());
@@ -220,7 +220,7 @@ pub fn spawn_on<F: FnOnce() + Send + 'static>(cpu: usize, name: &str, f: F) -> J
 
 fn least_loaded_cpu() -> usize {
     (0..arch::nr_cpus())
-        .min_by_key(|&c| arch::without_interrupts(|| RUNQUEUES[c].lock().tasks.len()))
+        .min_by_key(|&c| crate::irqflags::without_interrupts(|| RUNQUEUES[c].lock().tasks.len()))
         .unwrap_or(0)
 }
 
@@ -233,7 +233,7 @@ pub fn wake_up(task: &Arc<Task>) {
 /// Linux reports sched_waking and sched_wakeup only for a task that was
 /// sleeping, sched_wakeup_new for a new one.
 fn try_to_wake_up(task: &Arc<Task>, new: bool) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let _g = task.pi_lock.lock();
         let state = task.state();
         if state == TaskState::Dead {
@@ -270,7 +270,7 @@ fn try_to_wake_up(task: &Arc<Task>, new: bool) {
 
 /// Gives the CPU to another runnable task, if there is one.
 pub fn yield_now() {
-    arch::without_interrupts(schedule_locked_irqs);
+    crate::irqflags::without_interrupts(schedule_locked_irqs);
 }
 
 /// Picks the next task and switches to it. Interrupts must be off.
@@ -425,8 +425,8 @@ fn load_balance(cpu: usize) {
 #[no_mangle]
 extern "C" fn task_start(_arg: u64) -> ! {
     finish_task_switch();
-    // SAFETY: interrupts were off across the switch; the task runs with them on.
-    arch::local_irq_restore(1 << 9);
+    // Interrupts were off across the switch; the task runs with them on.
+    crate::irqflags::local_irq_enable();
     let entry = current().and_then(|t| t.entry.lock().take());
     if let Some(f) = entry {
         f();
@@ -439,7 +439,7 @@ pub fn exit_current() -> ! {
     if let Some(t) = current() {
         events::trace_sched_process_exit(t.trace_info());
     }
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         if let Some(t) = current() {
             let _g = t.pi_lock.lock();
             t.set_state(TaskState::Dead);
@@ -484,20 +484,38 @@ pub fn preempt_on_irq_exit() {
     }
 }
 
-/// Disables preemption on this CPU (nests; Linux: preempt_disable).
-#[inline]
+/// Disables preemption on this CPU (nests; Linux: preempt_disable, with
+/// `preempt_count_add`'s report to the latency tracers: a static branch,
+/// a NOP while nothing listens to `preemptirq:preempt_disable`).
+#[inline(always)]
 pub fn preempt_disable() {
-    percpu::this_cpu()
-        .preempt_count
-        .fetch_add(1, Ordering::Relaxed);
+    percpu::this_cpu_preempt_inc();
+    if crate::static_branch_unlikely!(crate::events::preemptirq::__TRACEPOINT_KEY_preempt_disable) {
+        crate::irqflags::trace_preempt_off();
+    }
 }
 
-/// Re-enables preemption.
-#[inline]
+/// Re-enables preemption (Linux: preempt_enable_no_resched, with
+/// `preempt_count_sub`'s report).
+#[inline(always)]
 pub fn preempt_enable() {
-    percpu::this_cpu()
-        .preempt_count
-        .fetch_sub(1, Ordering::Relaxed);
+    if crate::static_branch_unlikely!(crate::events::preemptirq::__TRACEPOINT_KEY_preempt_enable) {
+        crate::irqflags::trace_preempt_on();
+    }
+    percpu::this_cpu_preempt_dec();
+}
+
+/// [`preempt_disable`] without the report (Linux:
+/// `preempt_disable_notrace`), for tracing's own short sections.
+#[inline(always)]
+pub fn preempt_disable_notrace() {
+    percpu::this_cpu_preempt_inc();
+}
+
+/// [`preempt_enable`] without the report (Linux: `preempt_enable_notrace`).
+#[inline(always)]
+pub fn preempt_enable_notrace() {
+    percpu::this_cpu_preempt_dec();
 }
 
 fn wake_sleepers() {
@@ -524,7 +542,7 @@ fn wake_sleepers() {
 pub fn sleep_ns(ns: u64) {
     let wake_at = crate::time::now_ns() + ns;
     while crate::time::now_ns() < wake_at {
-        arch::without_interrupts(|| {
+        crate::irqflags::without_interrupts(|| {
             let Some(me) = current() else { return };
             me.set_state(TaskState::Blocked);
             SLEEPERS.lock().push((wake_at, me.arc()));
@@ -551,7 +569,7 @@ pub fn tasks() -> Vec<TaskInfo> {
             out.push(info(unsafe { &*p }));
         }
     }
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         for t in TASKS.lock().values() {
             out.push(info(t));
         }

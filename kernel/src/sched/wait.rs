@@ -15,7 +15,6 @@ use spin::Mutex;
 use super::signal::signal_pending;
 use super::task::{Task, TaskState};
 use super::{current, schedule_locked_irqs, wake_up};
-use crate::arch;
 use crate::fs::Errno;
 
 pub struct WaitQueue {
@@ -40,7 +39,7 @@ impl WaitQueue {
     /// The idle task never blocks: it spins on `cond` instead.
     pub fn wait_until(&self, mut cond: impl FnMut() -> bool) {
         loop {
-            let done = arch::without_interrupts(|| {
+            let done = crate::irqflags::without_interrupts(|| {
                 let mut w = self.waiters.lock();
                 if cond() {
                     return true;
@@ -63,7 +62,8 @@ impl WaitQueue {
 
     /// Wakes every waiting task.
     pub fn wake_all(&self) {
-        let waiters = arch::without_interrupts(|| core::mem::take(&mut *self.waiters.lock()));
+        let waiters =
+            crate::irqflags::without_interrupts(|| core::mem::take(&mut *self.waiters.lock()));
         for t in waiters {
             wake_up(&t);
         }
@@ -78,7 +78,7 @@ static INTERRUPTIBLE_QUEUES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// the pending signal (Linux: `signal_wake_up`). Safe to call from an
 /// interrupt handler.
 pub(super) fn wake_interruptible() {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         for &addr in INTERRUPTIBLE_QUEUES.lock().iter() {
             // SAFETY: an address is in the list only while the task that put
             // it there is inside `wait_event_interruptible`, holding the
@@ -102,9 +102,9 @@ pub fn wait_event_interruptible(wq: &WaitQueue, cond: impl Fn() -> bool) -> Resu
         if signal_pending() {
             return Err(Errno::EINTR);
         }
-        arch::without_interrupts(|| INTERRUPTIBLE_QUEUES.lock().push(addr));
+        crate::irqflags::without_interrupts(|| INTERRUPTIBLE_QUEUES.lock().push(addr));
         wq.wait_until(|| cond() || signal_pending());
-        arch::without_interrupts(|| {
+        crate::irqflags::without_interrupts(|| {
             let mut queues = INTERRUPTIBLE_QUEUES.lock();
             if let Some(i) = queues.iter().position(|&a| a == addr) {
                 queues.swap_remove(i);

@@ -108,7 +108,7 @@ fn empty_loop(n: u64) -> u64 {
 /// TSC ticks spent in `f`, interrupts off.
 #[inline(always)]
 fn ticks(f: impl FnOnce()) -> u64 {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let t0 = arch::rdtsc();
         f();
         arch::rdtsc().wrapping_sub(t0)
@@ -431,7 +431,7 @@ fn par_rounds(
             err = Some(format!("cpu{}: round {}: not every CPU came", cpu, round));
             break;
         }
-        spans.push(arch::without_interrupts(|| {
+        spans.push(crate::irqflags::without_interrupts(|| {
             let t0 = arch::rdtsc();
             par_work(tr, case);
             (t0, arch::rdtsc())
@@ -540,7 +540,7 @@ fn par_case(tr: &'static TraceArray, case: ParCase) -> Result<Parallel, String> 
         let results = results.clone();
         move || {
             let r = par_rounds(tr, case, nr, &barrier);
-            arch::without_interrupts(|| results.lock().push(r));
+            crate::irqflags::without_interrupts(|| results.lock().push(r));
         }
     };
     let handles: Vec<_> = (1..nr)
@@ -698,6 +698,83 @@ fn tracepoint_leaf_off(a: u64, b: u64) -> u64 {
 #[inline(never)]
 fn tracepoint_leaf_base(a: u64, b: u64) -> u64 {
     a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
+}
+
+/// An interrupt save/restore pair around the body, through the raw arch
+/// operations: the pair without the latency tracers' hooks.
+#[inline(never)]
+fn irq_pair_leaf_base(a: u64, b: u64) -> u64 {
+    let flags = arch::irqflags::arch_local_irq_save();
+    let r = a.wrapping_mul(b).rotate_left(13) ^ a ^ (b >> 5);
+    arch::irqflags::arch_local_irq_restore(flags);
+    r
+}
+
+/// The same pair through `crate::irqflags`, as the kernel's code does:
+/// each wrapper holds the static branch of its `preemptirq` tracepoint.
+#[inline(never)]
+fn irq_pair_leaf(a: u64, b: u64) -> u64 {
+    let flags = crate::irqflags::local_irq_save();
+    let r = a.wrapping_mul(b).rotate_left(13) ^ a ^ (b >> 5);
+    crate::irqflags::local_irq_restore(flags);
+    r
+}
+
+/// A preemption off/on pair around the body without the hooks (Linux:
+/// `preempt_disable_notrace`).
+#[inline(never)]
+fn preempt_pair_leaf_base(a: u64, b: u64) -> u64 {
+    crate::sched::preempt_disable_notrace();
+    let r = a.wrapping_mul(b).rotate_left(17) ^ a ^ (b >> 7);
+    crate::sched::preempt_enable_notrace();
+    r
+}
+
+/// The same pair through `sched::preempt_disable`/`preempt_enable`.
+#[inline(never)]
+fn preempt_pair_leaf(a: u64, b: u64) -> u64 {
+    crate::sched::preempt_disable();
+    let r = a.wrapping_mul(b).rotate_left(17) ^ a ^ (b >> 7);
+    crate::sched::preempt_enable();
+    r
+}
+
+/// The figures of the irq-flag and preemption hooks while nothing listens:
+/// each pair with its hooks, and the same pair without them.
+fn hook_pairs(rep: &mut Report) {
+    use crate::events::preemptirq as tp;
+    let keys_on = || {
+        tp::trace_irq_disable_enabled()
+            || tp::trace_irq_enable_enabled()
+            || tp::trace_preempt_disable_enabled()
+            || tp::trace_preempt_enable_enabled()
+    };
+    if keys_on() {
+        for name in [
+            "irq_pair_base",
+            "irq_pair",
+            "preempt_pair_base",
+            "preempt_pair",
+        ] {
+            rep.failed(
+                name,
+                "a preemptirq tracepoint is on (a latency tracer or event)",
+            );
+        }
+        return;
+    }
+    rep.figure(
+        "irq_pair_base",
+        call_cost(irq_pair_leaf_base, &mut || {}),
+        N,
+    );
+    rep.figure("irq_pair", call_cost(irq_pair_leaf, &mut || {}), N);
+    rep.figure(
+        "preempt_pair_base",
+        call_cost(preempt_pair_leaf_base, &mut || {}),
+        N,
+    );
+    rep.figure("preempt_pair", call_cost(preempt_pair_leaf, &mut || {}), N);
 }
 
 /// [`tracepoint_leaf_off`]'s body behind the real sched_switch
@@ -1178,6 +1255,7 @@ pub fn run(args: &[String]) -> String {
     } else {
         rep.figure("tracepoint_off", off, N);
     }
+    hook_pairs(&mut rep);
 
     rep.result("event_sched_switch", event_sched_switch(tr));
     rep.result("event_filtered_out", event_filtered_out(tr));

@@ -220,7 +220,7 @@ pub enum Which {
 /// A copy of one list of `tr`.
 pub fn pid_list(tr: &TraceArray, which: Which) -> PidFilter {
     let p = &tr.events.pid;
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let lists = p.lists.lock();
         match which {
             Which::Pids => lists.pids.clone(),
@@ -250,7 +250,7 @@ fn pid_filter_flags(tr: &TraceArray, on: bool) {
 pub fn install(tr: &TraceArray, which: Which, list: PidFilter) -> Result<(), Errno> {
     let p = &tr.events.pid;
     let _w = p.write.lock();
-    let (was, now) = arch::without_interrupts(|| {
+    let (was, now) = crate::irqflags::without_interrupts(|| {
         let mut lists = p.lists.lock();
         let was = lists.filtering();
         // ENOSPC before anything changed if the list does not fit.
@@ -270,7 +270,7 @@ pub fn install(tr: &TraceArray, which: Which, list: PidFilter) -> Result<(), Err
         if let Err(e) = pid_events(p, true) {
             // Back to no list (there was none): nothing is filtered.
             let _ = pid_events(p, false);
-            arch::without_interrupts(|| {
+            crate::irqflags::without_interrupts(|| {
                 let mut lists = p.lists.lock();
                 *lists = EventPidLists::new();
                 // Empty lists always fit.
@@ -291,14 +291,14 @@ pub fn install(tr: &TraceArray, which: Which, list: PidFilter) -> Result<(), Err
     }
     if now {
         arch::smp_call_function(ignore_task_cpu, p.data() as usize);
-        arch::without_interrupts(|| ignore_task_cpu(p.data() as usize));
+        crate::irqflags::without_interrupts(|| ignore_task_cpu(p.data() as usize));
     }
     Ok(())
 }
 
 /// The `event-fork` rule for a fork (`parent` Some) or an exit.
 fn follow(p: &TrEventPid, parent: Option<i32>, task: i32) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut lists = p.lists.lock();
         let mut new = lists.clone();
         if !new.follow_task(parent, task) {

@@ -300,7 +300,7 @@ extern "C" fn function_probe_call(ip: u64, _parent_slot: *mut u64, op: &FtraceOp
     let tr = unsafe { (op.private() as *const TraceArray).as_ref() };
     if let (Some(tr), Some(i)) = (tr, ftrace::record_index(ip)) {
         let on = control::tracer_tracing_is_on(tr);
-        let actions = crate::arch::without_interrupts(|| {
+        let actions = crate::irqflags::without_interrupts(|| {
             filter_of(tr).try_lock().map(|mut f| f.probe_hit(i, on))
         });
         if let Some(a) = actions {

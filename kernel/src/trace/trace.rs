@@ -353,7 +353,7 @@ pub fn trace_buffer_write_at(
 /// (`ring_buffer_record_disable`, a count apart from `tracing_on`, which
 /// still reads 1); the calls nest.
 pub fn tracing_stop_tr(tr: &TraceArray) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut count = tr.stop_count.lock();
         *count += 1;
         if *count == 1 {
@@ -372,7 +372,7 @@ pub fn tracing_is_stopped(tr: &TraceArray) -> bool {
 /// Undoes one [`tracing_stop_tr`] (Linux: `tracing_start_tr`); the last one
 /// enables the ring buffer again.
 pub fn tracing_start_tr(tr: &TraceArray) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut count = tr.stop_count.lock();
         if *count <= 0 {
             // Linux warns once and resets the count.
@@ -402,7 +402,7 @@ pub fn trace_iter_open(tr: &TraceArray) {
 /// resumes if it was stopped. As in Linux, this looks at the stop count,
 /// not at whether this open stopped it.
 pub fn trace_iter_release(tr: &TraceArray) {
-    let stopped = arch::without_interrupts(|| *tr.stop_count.lock() != 0);
+    let stopped = crate::irqflags::without_interrupts(|| *tr.stop_count.lock() != 0);
     if stopped {
         tracing_start_tr(tr);
     }
@@ -432,7 +432,7 @@ pub fn saved_cmdlines_size() -> usize {
 /// table; the saved names are dropped here too.
 pub fn set_saved_cmdlines_size(n: usize) -> Result<(), crate::fs::Errno> {
     tracer::cmdlines::check_size(n)?;
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut map = SAVED_CMDLINES.lock();
         SAVED_CMDLINES_NUM.store(n, Ordering::Relaxed);
         map.clear();
@@ -442,7 +442,7 @@ pub fn set_saved_cmdlines_size(n: usize) -> Result<(), crate::fs::Errno> {
 
 /// Remembers a task's name for the trace output (Linux: trace_save_cmdline).
 pub fn trace_save_cmdline(pid: u32, comm: &str) {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut map = SAVED_CMDLINES.lock();
         tracer::cmdlines::save_cmdline(&mut map, saved_cmdlines_size(), pid, comm);
     });
@@ -450,7 +450,7 @@ pub fn trace_save_cmdline(pid: u32, comm: &str) {
 
 /// The saved pid -> comm pairs.
 pub fn saved_cmdlines() -> Vec<(u32, String)> {
-    arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         SAVED_CMDLINES
             .lock()
             .iter()

@@ -54,6 +54,7 @@ use crate::output::seq::TraceSeq;
 pub mod irq;
 pub mod irq_vectors;
 pub mod kmem;
+pub mod preemptirq;
 pub mod sched;
 pub mod set_event;
 pub mod shell;
@@ -616,6 +617,8 @@ macro_rules! for_each_event_system {
             irq_vectors: irq_vectors_events,
             /// `kmem:*`: the heap.
             kmem: kmem_events,
+            /// `preemptirq:*`: interrupts and preemption off and on.
+            preemptirq: preemptirq_events,
             /// `vfs:*`: this kernel's VFS.
             vfs: vfs_events,
             /// `shell:*`: this kernel's shell.

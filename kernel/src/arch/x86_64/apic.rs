@@ -121,12 +121,14 @@ pub fn send_startup(apic_id: u32, page: u8) {
 }
 
 fn send_icr(apic_id: u32, low: u32) {
-    super::without_interrupts(|| {
-        wait_icr_idle();
-        lapic_write(REG_ICR_HIGH, apic_id << 24);
-        lapic_write(REG_ICR_LOW, low);
-        wait_icr_idle();
-    });
+    // Raw: the CPU start-up sequence runs at boot, before tracing exists
+    // (the irq-flag wrappers are generic code, above arch).
+    let flags = super::irqflags::arch_local_irq_save();
+    wait_icr_idle();
+    lapic_write(REG_ICR_HIGH, apic_id << 24);
+    lapic_write(REG_ICR_LOW, low);
+    wait_icr_idle();
+    super::irqflags::arch_local_irq_restore(flags);
 }
 
 fn wait_icr_idle() {

@@ -10,6 +10,7 @@ pub mod ftrace;
 pub mod gdt;
 pub mod idt;
 pub mod irq;
+pub mod irqflags;
 pub mod jump_label;
 pub mod paging;
 pub mod percpu;
@@ -28,47 +29,10 @@ pub use smp::{apic_id, smp_call_function};
 /// The exit status QEMU reports (through qemu.sh) when the kernel panics.
 pub const PANIC_EXIT: u32 = 101;
 
-/// Runs `f` with interrupts disabled on this CPU, restoring the previous state.
-#[inline(always)]
-pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
-    let flags = local_irq_save();
-    let r = f();
-    local_irq_restore(flags);
-    r
-}
-
-/// Disables interrupts and returns the previous RFLAGS (Linux: local_irq_save).
-#[inline(always)]
-pub fn local_irq_save() -> u64 {
-    let flags: u64;
-    // SAFETY: reads RFLAGS and clears IF; no memory is touched.
-    unsafe { asm!("pushfq; pop {}; cli", out(reg) flags, options(nomem, preserves_flags)) };
-    flags
-}
-
-/// Restores the interrupt flag saved by [`local_irq_save`].
-#[inline(always)]
-pub fn local_irq_restore(flags: u64) {
-    if flags & (1 << 9) != 0 {
-        // SAFETY: re-enables interrupts, which were enabled when saved.
-        unsafe { asm!("sti", options(nomem, nostack)) };
-    }
-}
-
 /// True if interrupts are enabled on this CPU.
 #[inline(always)]
 pub fn irqs_enabled() -> bool {
-    let flags: u64;
-    // SAFETY: reads RFLAGS only.
-    unsafe { asm!("pushfq; pop {}", out(reg) flags, options(nomem, preserves_flags)) };
-    flags & (1 << 9) != 0
-}
-
-/// Enables interrupts and halts until the next one (the idle loop's body).
-#[inline(always)]
-pub fn enable_and_halt() {
-    // SAFETY: `sti; hlt` is the standard race-free idle sequence.
-    unsafe { asm!("sti; hlt", options(nomem, nostack)) };
+    !irqflags::arch_irqs_disabled()
 }
 
 /// Ends QEMU through the isa-debug-exit device; qemu.sh turns this into its

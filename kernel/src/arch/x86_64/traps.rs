@@ -67,14 +67,23 @@ extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
     if vector == apic::SPURIOUS_VECTOR {
         return;
     }
+    // The CPU turned interrupts off to deliver this one: if they were on,
+    // say so, and say that the return turns them on again (Linux:
+    // irqentry_enter / irqentry_exit). Exceptions say nothing: int3 must
+    // not run a site the code patcher may be changing.
+    let irqs_were_on = regs.rflags & super::irqflags::X86_EFLAGS_IF != 0;
+    if irqs_were_on {
+        crate::irqflags::irqentry_hardirqs_off();
+    }
     let cpu = this_cpu();
     cpu.irq_depth.fetch_add(1, Ordering::Relaxed);
     // The traceable part, in the irq-entry section (function_graph's arrows).
     super::irq::handle_irq(vector);
     cpu.irq_depth.fetch_sub(1, Ordering::Relaxed);
-    // Preempt the interrupted task if it asked for it and was preemptible.
-    if regs.rflags & (1 << 9) != 0 {
+    if irqs_were_on {
+        // Preempt the interrupted task if it asked for it and was preemptible.
         crate::sched::preempt_on_irq_exit();
+        crate::irqflags::irqentry_hardirqs_on();
     }
 }
 
