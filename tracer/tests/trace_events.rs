@@ -26,11 +26,17 @@ fn without_id(s: &str) -> String {
 /// The systems this kernel adds where Linux has none; their format files
 /// are ours and checked in `own_format_files`.
 const OWN_SYSTEMS: [&str; 2] = ["vfs", "shell"];
+/// Systems of Linux that Debian's 6.1 (the kernel the data file came
+/// from) is built without; their format files are checked against the
+/// text Linux's source gives them, in `source_format_files`.
+const SOURCE_SYSTEMS: [&str; 1] = ["preemptirq"];
 
 #[test]
 fn format_files_are_linuxs() {
     let mut checked = 0;
-    for e in all_events().filter(|e| !OWN_SYSTEMS.contains(&e.system)) {
+    for e in all_events()
+        .filter(|e| !OWN_SYSTEMS.contains(&e.system) && !SOURCE_SYSTEMS.contains(&e.system))
+    {
         let want = linux_format(e.system, e.name)
             .unwrap_or_else(|| panic!("no Linux text for {}:{}", e.system, e.name));
         let got = e.format_file();
@@ -110,6 +116,36 @@ print fmt: \"ret=%d\", REC->ret
     assert_eq!(own, want.len());
 }
 
+/// `preemptirq` (include/trace/events/preemptirq.h, `preemptirq_template`:
+/// two `s32` offsets from `_stext`), as Linux 6.1 prints it when built
+/// with CONFIG_PREEMPTIRQ_TRACEPOINTS.
+#[test]
+fn source_format_files() {
+    let fields = "\tfield:s32 caller_offs;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:s32 parent_offs;\toffset:12;\tsize:4;\tsigned:1;
+
+print fmt: \"caller=%pS parent=%pS\", (void *)((unsigned long)(_stext) + REC->caller_offs), (void *)((unsigned long)(_stext) + REC->parent_offs)
+";
+    let names = [
+        "irq_disable",
+        "irq_enable",
+        "preempt_disable",
+        "preempt_enable",
+    ];
+    for name in names {
+        let e = event("preemptirq", name);
+        assert_eq!(
+            e.format_file(),
+            format!("name: {name}\nID: {}\nformat:\n{COMMON}\n{fields}", e.id),
+            "preemptirq:{name}"
+        );
+    }
+    let n = all_events()
+        .filter(|e| SOURCE_SYSTEMS.contains(&e.system))
+        .count();
+    assert_eq!(n, names.len());
+}
+
 #[test]
 fn systems_list_every_event_once() {
     let names: Vec<&str> = tracer::trace_events::systems()
@@ -118,7 +154,15 @@ fn systems_list_every_event_once() {
         .collect();
     assert_eq!(
         names,
-        ["sched", "irq", "irq_vectors", "kmem", "vfs", "shell"]
+        [
+            "sched",
+            "irq",
+            "irq_vectors",
+            "kmem",
+            "preemptirq",
+            "vfs",
+            "shell"
+        ]
     );
     let mut n = 0;
     for s in tracer::trace_events::systems() {
@@ -132,7 +176,7 @@ fn systems_list_every_event_once() {
         }
     }
     assert_eq!(n, all_events().count());
-    assert_eq!(n, 20);
+    assert_eq!(n, 24);
     assert!(tracer::trace_events::find_event(tracer::entry::TRACE_LAST_TYPE).is_none());
     assert!(tracer::trace_events::find_event(1).is_none());
 }
