@@ -42,6 +42,10 @@ pub mod repeats;
 pub mod ring_buffer;
 #[forbid(unsafe_code)]
 pub mod snapshot;
+#[forbid(unsafe_code)]
+pub mod stack_trace;
+#[forbid(unsafe_code)]
+pub mod sysctl;
 pub mod trace_events;
 pub mod tracepoint;
 #[forbid(unsafe_code)]

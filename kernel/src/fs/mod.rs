@@ -13,10 +13,12 @@
 //!
 //! [`vfs`] holds the mount table and the path-based API used by the shell:
 //! `open`, `stat`, `readdir`, `mkdir`, `rmdir`, `unlink`, `chdir`.
-//! [`ramfs`] is the root file system and [`tracefs`] the tracing one.
+//! [`ramfs`] is the root file system, [`tracefs`] the tracing one and
+//! [`procfs`] the `/proc/sys` files.
 
 pub mod errno;
 pub mod path;
+pub mod procfs;
 pub mod ramfs;
 pub mod tracefs;
 pub mod vfs;
@@ -28,7 +30,7 @@ use alloc::vec::Vec;
 pub use errno::Errno;
 pub use vfs::File;
 
-/// Mounts the root ramfs and tracefs (idempotent). Run at boot before
+/// Mounts the root ramfs, tracefs and `/proc` (idempotent). Run at boot before
 /// anything opens a file.
 pub fn init() {
     static INIT: spin::Once<()> = spin::Once::new();

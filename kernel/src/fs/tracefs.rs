@@ -119,6 +119,29 @@ fn new_dir() -> Dentry {
     new_dir_in(None)
 }
 
+/// A directory with its own mode, linked nowhere: the root of another
+/// pseudo file system built from these nodes (`/proc`, see `fs::procfs`).
+pub fn new_root(mode: u16) -> Dentry {
+    Arc::new(TracefsNode {
+        mode,
+        kind: Kind::Dir {
+            children: Mutex::new(BTreeMap::new()),
+            instances: None,
+        },
+        opens: None,
+    })
+}
+
+/// The directory `name` of `parent` with the given mode: the existing one,
+/// or a new one (ENOTDIR if the name is taken by a file).
+pub fn get_or_create_dir_mode(parent: &Dentry, name: &str, mode: u16) -> Result<Dentry, Errno> {
+    match lookup(parent, name) {
+        Some(d) if matches!(d.kind, Kind::Dir { .. }) => Ok(d),
+        Some(_) => Err(Errno::ENOTDIR),
+        None => add_child(parent, name, new_root(mode)),
+    }
+}
+
 /// A directory for an instance, not linked anywhere yet: every file
 /// created below it counts its opens in `opens`.
 pub fn new_instance_dir(opens: Arc<AtomicUsize>) -> Dentry {

@@ -30,7 +30,7 @@ struct Vfs {
 static VFS: Once<Vfs> = Once::new();
 
 /// Creates the ramfs root, the mount points and mounts tracefs on
-/// `/sys/kernel/tracing` and `/tracing`. Called once at boot, before the
+/// `/sys/kernel/tracing` and `/tracing`, and `/proc`. Called once at boot, before the
 /// shell and the tracers run.
 pub fn init() {
     VFS.call_once(|| Vfs {
@@ -44,12 +44,14 @@ pub fn init() {
         "/sys/kernel/tracing",
         "/tracing",
         "/tmp",
+        "/proc",
     ] {
         let _ = mkdir(dir);
     }
     let tracefs = super::tracefs::root_inode();
     mount("/sys/kernel/tracing", tracefs.clone()).expect("mount tracefs");
     mount("/tracing", tracefs).expect("mount tracefs");
+    mount("/proc", super::procfs::root_inode()).expect("mount proc");
 }
 
 fn vfs() -> &'static Vfs {

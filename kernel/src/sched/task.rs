@@ -117,6 +117,15 @@ impl Task {
         }
     }
 
+    /// The bounds `[bottom, top)` of the task's own stack; None for an
+    /// idle task, which runs on its CPU's boot stack.
+    pub fn stack_range(&self) -> Option<(u64, u64)> {
+        self._stack.as_ref().map(|s| {
+            let bottom = s.as_ptr() as u64;
+            (bottom, bottom + s.len() as u64)
+        })
+    }
+
     /// The task's name (Linux: comm), at most 15 bytes.
     pub fn comm(&self) -> &str {
         let len = self.comm.iter().position(|&b| b == 0).unwrap_or(16);

@@ -11,6 +11,12 @@
 //!   checked against a loop that computes the same sum without calls, and
 //!   every CPU must get the same result, which is printed so a test can
 //!   check it.
+//! - `work stack N`: on the shell's own task, a recursion N calls deep
+//!   below its first call: [`work_stack_recurse`] keeps a local array of
+//!   [`STACK_ARRAY`] bytes on the stack. It prints how far apart two
+//!   successive calls' frames are (measured from the arrays' addresses, the
+//!   same at every level), for a test to compare with the stack tracer's
+//!   sizes.
 //! - `work all SECONDS`: as many threads of all three as above, but not
 //!   bound to a CPU: the scheduler moves them (the summary counts their
 //!   migrations), until the time is up or Ctrl-C; then a summary with the
@@ -73,7 +79,7 @@ struct PingPong {
 
 pub fn run(args: &[String], out: &mut Output) {
     let usage =
-        "Usage: work files|sleep|compute N  or  work all SECONDS  or  work events SECONDS [MIN_TOGGLES]";
+        "Usage: work files|sleep|compute|stack N  or  work all SECONDS  or  work events SECONDS [MIN_TOGGLES]";
     let (Some(kind), Some(arg)) = (args.first(), args.get(1)) else {
         println!("{}", usage);
         return;
@@ -154,8 +160,62 @@ pub fn run(args: &[String], out: &mut Output) {
             out.emit_str("work", &text);
         }
         "events" => events(&state, cpus, arg, args.get(2), out),
+        "stack" => stack(arg, out),
         _ => println!("{}", usage),
     }
+}
+
+/// Bytes of the local array each `work stack` level keeps on the stack.
+pub const STACK_ARRAY: usize = 480;
+/// The deepest `work stack` accepts (64 levels of about half a KiB fit in
+/// a task's 64 KiB stack with room to spare).
+pub const STACK_MAX_DEPTH: usize = 64;
+
+/// `work stack N`: N + 1 nested calls of [`work_stack_recurse`], then
+/// the distance between successive frames (`frame`), which must be the
+/// same at every level (else `errors` counts the odd ones).
+fn stack(arg: &str, out: &mut Output) {
+    let n = match arg.parse::<usize>() {
+        Ok(n) if n <= STACK_MAX_DEPTH => n,
+        _ => {
+            println!("work: invalid number '{}'", arg);
+            return;
+        }
+    };
+    let mut addrs = [0u64; STACK_MAX_DEPTH + 1];
+    let sum = work_stack_recurse(n, 0, &mut addrs);
+    let frame = if n > 0 { addrs[0] - addrs[1] } else { 0 };
+    let errors = addrs[..=n]
+        .windows(2)
+        .filter(|w| w[0] - w[1] != frame)
+        .count();
+    let text = format!(
+        "work stack: {} calls, frame {} bytes, {} errors, sum {}\n",
+        n + 1,
+        frame,
+        errors,
+        sum
+    );
+    out.emit_str("work", &text);
+}
+
+/// One level of `work stack`: fills a local array, records where it is,
+/// recurses `left` more times and adds up the arrays on the way back (so
+/// the array is live across the call and the call is not a tail call).
+#[inline(never)]
+fn work_stack_recurse(left: usize, level: usize, addrs: &mut [u64]) -> u64 {
+    let mut buf = [0u8; STACK_ARRAY];
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i + level) as u8;
+    }
+    let buf = black_box(buf);
+    addrs[level] = buf.as_ptr() as u64;
+    let below = if left > 0 {
+        work_stack_recurse(left - 1, level + 1, addrs)
+    } else {
+        0
+    };
+    below + black_box(&buf).iter().map(|&b| u64::from(b)).sum::<u64>()
 }
 
 /// `work events SECONDS [MIN_TOGGLES]`: the load of `work all`, first with

@@ -29,7 +29,9 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 use spin::{Mutex, Once};
 
@@ -503,12 +505,51 @@ fn ftrace_run_update_code(
     if ftrace_is_dead() {
         return Err(Errno::ENODEV);
     }
+    if FTRACE_ENABLED.load(Ordering::Relaxed) == 0 {
+        // Every site stays a NOP; enabling patches what is registered then.
+        return Ok(());
+    }
     let t0 = crate::arch::rdtsc();
     let r = ftrace_modify_all_code(before, after);
     if let Ok(n) = r {
         *LAST_UPDATE.lock() = (crate::arch::rdtsc() - t0, n);
     }
     r.map(|_| ())
+}
+
+/// `/proc/sys/kernel/ftrace_enabled` as last written (Linux:
+/// ftrace_enabled): while it is 0, no site calls the trampoline, whatever
+/// is registered. Written under [`FTRACE_LOCK`].
+static FTRACE_ENABLED: AtomicI32 = AtomicI32::new(1);
+
+/// The value of `ftrace_enabled`.
+pub fn ftrace_enabled() -> i32 {
+    FTRACE_ENABLED.load(Ordering::Relaxed)
+}
+
+/// A write to `ftrace_enabled` (Linux: ftrace_enable_sysctl): 0 turns
+/// every site back into a NOP (ops stay registered, and more can be, but
+/// nothing is called: `echo function > current_tracer` succeeds and traces
+/// nothing), non-zero patches the sites the registered ops want. The value
+/// is kept as written (`2` reads back as 2). ENODEV once patching is dead;
+/// if patching fails the value stays.
+pub fn ftrace_enable_sysctl(val: i32) -> Result<(), Errno> {
+    let _g = FTRACE_LOCK.lock();
+    if ftrace_is_dead() {
+        return Err(Errno::ENODEV);
+    }
+    let was = FTRACE_ENABLED.load(Ordering::Relaxed) != 0;
+    if was != (val != 0) {
+        let ops = registered();
+        let r = if val != 0 {
+            ftrace_modify_all_code(&[], &ops)
+        } else {
+            ftrace_modify_all_code(&ops, &[])
+        };
+        r?;
+    }
+    FTRACE_ENABLED.store(val, Ordering::Relaxed);
+    Ok(())
 }
 
 /// The address an enabled site calls now (Linux: ftrace_get_addr_curr).

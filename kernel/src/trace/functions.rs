@@ -484,18 +484,33 @@ fn regex_open<T: TrHandle>(
     file: RegexFile,
     flags: OpenFlags,
 ) -> Result<Box<dyn OpenFile>, Errno> {
-    let current = filter_of(&tr).lock().clone();
+    let edit = move |f: &mut FtraceFilter, buf: &[u8]| f.write(file, false, buf, &RecordNames);
+    let t = tr.clone();
+    let commit = move |new: FtraceFilter| install_filter(&t, new);
+    ftrace_regex_open(filter_of(&tr), file, flags, edit, commit)
+}
+
+/// Opens a filter file on `filter` (Linux: ftrace_regex_open): reads show
+/// it; writes go through `edit` into a copy (emptied first with `O_TRUNC`;
+/// probes stay, as in Linux), which `commit` installs when the file is
+/// closed, if every write succeeded. `stack_trace_filter` uses it too.
+pub(crate) fn ftrace_regex_open(
+    filter: &Mutex<FtraceFilter>,
+    file: RegexFile,
+    flags: OpenFlags,
+    edit: impl FnMut(&mut FtraceFilter, &[u8]) -> Result<(), Errno> + Send + 'static,
+    commit: impl FnOnce(FtraceFilter) -> Result<(), Errno> + Send + 'static,
+) -> Result<Box<dyn OpenFile>, Errno> {
+    let current = filter.lock().clone();
     let text = current.read(file, &RecordNames);
     let copy = flags.writable().then(|| {
         let mut c = current.clone();
         if flags.truncate() {
-            // `>`: start from an empty list (probes stay, as in Linux).
+            // `>`: start from an empty list.
             let _ = c.write(file, true, b"", &RecordNames);
         }
         c
     });
-    let edit = move |f: &mut FtraceFilter, buf: &[u8]| f.write(file, false, buf, &RecordNames);
-    let commit = move |new: FtraceFilter| install_filter(&tr, new);
     Ok(Box::new(EditFile::new(text, copy, edit, commit)))
 }
 

@@ -24,8 +24,11 @@ pub mod selftest;
 pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
+pub mod trace_stack;
 pub mod tracepoint_stress;
 pub mod trigger;
+
+use core::sync::atomic::{AtomicI32, Ordering};
 
 use tracer::trace_events::TaskInfo;
 
@@ -51,10 +54,46 @@ pub fn init() {
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())
-        .and_then(|_| instances::init(&root));
+        .and_then(|_| instances::init(&root))
+        .and_then(|_| trace_stack::init(&root))
+        .and_then(|_| register_sysctls());
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
     }
+}
+
+/// `/proc/sys/kernel/ftrace_dump_on_oops` as written (Linux:
+/// ftrace_dump_on_oops). Only the setting for now: nothing dumps the
+/// buffer on an oops yet.
+pub static FTRACE_DUMP_ON_OOPS: AtomicI32 = AtomicI32::new(0);
+
+/// The tracing entries of `/proc/sys/kernel` (Linux: kernel/sysctl.c's
+/// kern_table): `ftrace_enabled`, `stack_tracer_enabled` and
+/// `ftrace_dump_on_oops`, each an `int` as `proc_dointvec` reads and
+/// writes it.
+fn register_sysctls() -> Result<(), crate::fs::Errno> {
+    use crate::fs::procfs::register_sysctl_int;
+    register_sysctl_int(
+        "kernel",
+        "ftrace_enabled",
+        ftrace::ftrace_enabled,
+        ftrace::ftrace_enable_sysctl,
+    )?;
+    register_sysctl_int(
+        "kernel",
+        "stack_tracer_enabled",
+        trace_stack::stack_tracer_enabled,
+        trace_stack::stack_trace_sysctl,
+    )?;
+    register_sysctl_int(
+        "kernel",
+        "ftrace_dump_on_oops",
+        || FTRACE_DUMP_ON_OOPS.load(Ordering::Relaxed),
+        |v| {
+            FTRACE_DUMP_ON_OOPS.store(v, Ordering::Relaxed);
+            Ok(())
+        },
+    )
 }
 
 /// Saves a new task's name for the output (Linux records comms from its
