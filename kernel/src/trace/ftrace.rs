@@ -538,17 +538,24 @@ pub fn ftrace_enable_sysctl(val: i32) -> Result<(), Errno> {
     if ftrace_is_dead() {
         return Err(Errno::ENODEV);
     }
-    let was = FTRACE_ENABLED.load(Ordering::Relaxed) != 0;
-    if was != (val != 0) {
-        let ops = registered();
-        let r = if val != 0 {
-            ftrace_modify_all_code(&[], &ops)
-        } else {
-            ftrace_modify_all_code(&ops, &[])
-        };
-        r?;
+    let old = FTRACE_ENABLED.load(Ordering::Relaxed);
+    let ops = registered();
+    match (old != 0, val != 0) {
+        (false, true) => {
+            // Enabled first, so that the update patches.
+            FTRACE_ENABLED.store(val, Ordering::Relaxed);
+            if let Err(e) = ftrace_run_update_code(&[], &ops) {
+                FTRACE_ENABLED.store(old, Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        (true, false) => {
+            // Patched while still enabled; disabled once it is done.
+            ftrace_run_update_code(&ops, &[])?;
+            FTRACE_ENABLED.store(val, Ordering::Relaxed);
+        }
+        _ => FTRACE_ENABLED.store(val, Ordering::Relaxed),
     }
-    FTRACE_ENABLED.store(val, Ordering::Relaxed);
     Ok(())
 }
 

@@ -102,7 +102,7 @@ fn check_stack(ip: u64, sp: u64) {
     }
     let fp = crate::arch::frame_pointer();
     let nwords = ((top - sp) / 8) as usize;
-    crate::arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let mut st = STACK.lock();
         st.check_stack(
             ip,
@@ -133,7 +133,7 @@ fn check_stack(ip: u64, sp: u64) {
 /// Runs `f` on the locked state, with interrupts off and this CPU's
 /// counter held (Linux: t_start/t_stop, stack_max_size_write).
 fn with_stack_locked<R>(f: impl FnOnce(&mut StackTrace) -> R) -> R {
-    crate::arch::without_interrupts(|| {
+    crate::irqflags::without_interrupts(|| {
         let disable = &DISABLE[crate::arch::cpu_id()];
         disable.fetch_add(1, Ordering::Relaxed);
         let r = {
