@@ -250,4 +250,109 @@ fn hist_counts_layout_drops_and_commands() {
     assert_eq!(run(&mut k, &format!("cat {EV}/hist")), "");
     // No trigger left: the event leaves soft mode.
     assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0\n");
+
+    fields_hist_counts_records(&mut k);
+}
+
+/// A lone hist trigger whose key and values are fields of the event's own
+/// is counted from the tracepoint's arguments, without the record (the
+/// probe's fields hist): its counts and sums still equal the records the
+/// same event writes, on 4 CPUs, both while the event is enabled (counted,
+/// then written) and soft-disabled (counted only); pause stops it.
+fn fields_hist_counts_records(k: &mut Kernel) {
+    const SS: &str = "/tracing/events/sched/sched_switch";
+    assert_eq!(run(k, "echo > /tracing/trace"), "");
+    assert_eq!(
+        run(
+            k,
+            &format!("echo 'hist:keys=next_pid:vals=next_prio' > {SS}/trigger")
+        ),
+        ""
+    );
+    assert_eq!(run(k, &format!("echo 1 > {SS}/enable")), "");
+    let out = run(k, "work sleep 30");
+    assert!(out.contains(", 0 errors"), "{out}");
+    assert_eq!(run(k, &format!("echo 0 > {SS}/enable")), "");
+    // Soft-disabled again: counted, not written.
+    assert_eq!(run(k, &format!("cat {SS}/enable")), "0*\n");
+    let trace = run(k, "cat /tracing/trace");
+    // The workers only ran between the enable and the disable: per worker
+    // pid, the switches to it and the sum of their next_prio.
+    let mut records: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut cpus = std::collections::BTreeSet::new();
+    for l in trace.lines().filter(|l| l.contains(" sched_switch: ")) {
+        let Some(next) = l.split(" ==> ").nth(1) else {
+            continue;
+        };
+        if !next.starts_with("next_comm=work-p") {
+            continue;
+        }
+        let field = |name: &str| -> u64 {
+            next.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let e = records.entry(field("next_pid=")).or_default();
+        e.0 += 1;
+        e.1 += field("next_prio=");
+        cpus.insert(l[l.find('[').unwrap()..l.find(']').unwrap()].to_string());
+    }
+    assert!(
+        !trace.contains("overrun"),
+        "{}",
+        &trace[..trace.len().min(2000)]
+    );
+    assert!(
+        records.len() >= 8,
+        "two tasks per pair, 4 pairs: {records:?}"
+    );
+    assert!(cpus.len() >= 2, "records from several CPUs: {cpus:?}");
+    let hist = run(k, &format!("cat {SS}/hist"));
+    let counted: BTreeMap<u64, (u64, u64)> = hist
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            // { next_pid: N } hitcount: H next_prio: P
+            (w.first() == Some(&"{") && w.get(1) == Some(&"next_pid:")).then(|| {
+                (
+                    w[2].parse().unwrap(),
+                    (w[5].parse().unwrap(), w[7].parse().unwrap()),
+                )
+            })
+        })
+        .filter(|(pid, _)| records.contains_key(pid))
+        .collect();
+    assert_eq!(counted, records, "hist vs trace records:\n{hist}");
+    assert!(
+        hist.starts_with(
+            "# event histogram\n#\n# trigger info: hist:keys=next_pid:vals=hitcount,next_prio:sort=hitcount:size=2048 [active]\n"
+        ),
+        "{hist}"
+    );
+    // Soft-disabled, the shell's own switches go on being counted.
+    let (hits, _, _) = totals(&hist);
+    run(k, "work sleep 2");
+    let (hits2, _, _) = totals(&run(k, &format!("cat {SS}/hist")));
+    assert!(hits2 > hits, "{hits} -> {hits2}");
+    // Paused: nothing is counted.
+    assert_eq!(
+        run(
+            k,
+            &format!("echo 'hist:keys=next_pid:vals=next_prio:pause' >> {SS}/trigger")
+        ),
+        ""
+    );
+    let before = totals(&run(k, &format!("cat {SS}/hist")));
+    run(k, "work sleep 2");
+    assert_eq!(totals(&run(k, &format!("cat {SS}/hist"))), before);
+    assert_eq!(
+        run(
+            k,
+            &format!("echo '!hist:keys=next_pid:vals=next_prio' >> {SS}/trigger")
+        ),
+        ""
+    );
+    assert_eq!(run(k, &format!("cat {SS}/enable")), "0\n");
 }

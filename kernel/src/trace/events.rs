@@ -302,6 +302,18 @@ macro_rules! define_event_probes {
                             |rec| filter.matches(rec, &$crate::trace::event_filter::CurrentEnv),
                         );
                     }
+                    if f & (flags::PID_FILTER | flags::FILTERED) == 0 {
+                        // A lone hist trigger on fields of the event's own:
+                        // counted from those fields alone, computed from
+                        // the arguments; the record is then written only
+                        // if the event is enabled, by the probe.
+                        if let Some(h) = file.triggers.fields_hist() {
+                            h.update_fields(|offset| {
+                                ::tracer::trace_events::$system::$name::field_bits(offset, $($arg),*)
+                            });
+                            return f & flags::SOFT_DISABLED != 0;
+                        }
+                    }
                     let len = ::tracer::trace_events::$system::$name::size($($arg),*);
                     $crate::trace::events::trace_event_slow(file, len, |buf: &mut [u8]| {
                         ::tracer::trace_events::$system::$name::write(

@@ -86,10 +86,13 @@ fn set_paused(data: &EventTriggerData, h: &HistTrigger, p: bool) {
 /// `:clear` (Linux: `hist_clear()`): pause, wait until no probe can still
 /// be counting, empty the map, continue as before.
 fn hist_clear(data: &EventTriggerData, h: &HistTrigger) {
-    let was = data.paused.swap(true, Ordering::SeqCst);
+    // Both flags: the probe that counts from the arguments reads only the
+    // trigger's own (HistTrigger::update_fields).
+    let was = data.paused.load(Ordering::SeqCst);
+    set_paused(data, h, true);
     crate::rcu::synchronize_sched();
     h.clear();
-    data.paused.store(was, Ordering::SeqCst);
+    set_paused(data, h, was);
 }
 
 /// `parse` of the hist command (Linux: `event_hist_trigger_parse()`).

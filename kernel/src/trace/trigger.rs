@@ -177,6 +177,13 @@ type TriggerList = Vec<Arc<EventTriggerData>>;
 pub struct EventTriggers {
     /// Null when there is none.
     list: AtomicPtr<TriggerList>,
+    /// The hist trigger, when it is the only trigger, has no filter and
+    /// reads only the event's own numeric fields
+    /// (`HistTrigger::fields_only`): the probe then counts it from the
+    /// tracepoint's arguments without building the record. Null
+    /// otherwise. It points into an entry of `list`, published and freed
+    /// with it.
+    fields_hist: AtomicPtr<tracer::hist::HistTrigger>,
 }
 
 impl Default for EventTriggers {
@@ -189,6 +196,7 @@ impl EventTriggers {
     pub const fn new() -> EventTriggers {
         EventTriggers {
             list: AtomicPtr::new(ptr::null_mut()),
+            fields_hist: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -206,6 +214,17 @@ impl EventTriggers {
         unsafe { &*p }
     }
 
+    /// The list's one hist trigger that the probe may count from the
+    /// tracepoint's arguments (see `fields_hist`), for a probe.
+    #[inline(always)]
+    pub fn fields_hist(&self) -> Option<&tracer::hist::HistTrigger> {
+        let p = self.fields_hist.load(Ordering::Acquire);
+        // SAFETY: it points into an entry of the published list, which is
+        // freed only after it is replaced and a grace period has passed
+        // (see `update`), and callers are preempt-off readers.
+        unsafe { p.as_ref() }
+    }
+
     /// Replaces the list by `f` of a copy of it, with the event mutex held;
     /// on error nothing changes. The old list is freed after a grace
     /// period, so no probe still reads it.
@@ -216,11 +235,25 @@ impl EventTriggers {
     ) -> Result<R, Errno> {
         let mut copy: TriggerList = self.current().to_vec();
         let r = f(&mut copy)?;
+        let fields_hist = match &copy[..] {
+            [only] if only.filter.is_none() => only
+                .ops
+                .hist()
+                .filter(|h| h.fields_only())
+                .map_or(ptr::null_mut(), |h| {
+                    h as *const tracer::hist::HistTrigger as *mut _
+                }),
+            _ => ptr::null_mut(),
+        };
         let new = if copy.is_empty() {
             ptr::null_mut()
         } else {
             Box::into_raw(Box::new(copy))
         };
+        // The fast pointer first: a probe that still sees it after the old
+        // list is gone would read a freed entry. Both old values stay
+        // valid until the grace period below.
+        self.fields_hist.store(fields_hist, Ordering::Release);
         let old = self.list.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             crate::rcu::synchronize_sched();

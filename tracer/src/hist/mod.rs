@@ -135,6 +135,32 @@ impl HistField {
             Source::Cpu => ctx.cpu as u64,
             Source::StaticStr { .. } | Source::DynStr { .. } => 0,
         };
+        self.modify(v)
+    }
+
+    /// The value of a numeric field of the record from `bits`, the field's
+    /// value with its bytes in the low bytes (what an event declaration's
+    /// `field_bits` computes from the tracepoint's arguments): the same
+    /// number [`value`](Self::value) reads from the record's bytes.
+    #[inline(always)]
+    fn value_of_bits(&self, bits: u64) -> u64 {
+        let v = match self.src {
+            Source::Num { size, signed, .. } if size < 8 => {
+                let shift = 64 - 8 * size;
+                if signed {
+                    (((bits << shift) as i64) >> shift) as u64
+                } else {
+                    (bits << shift) >> shift
+                }
+            }
+            _ => bits,
+        };
+        self.modify(v)
+    }
+
+    /// `.log2` and `.buckets` applied to a number.
+    #[inline(always)]
+    fn modify(&self, v: u64) -> u64 {
         if self.flags & flags::LOG2 != 0 {
             // ilog2(roundup_pow_of_two(v)), 0 for 0 and 1.
             if v <= 1 {
@@ -639,6 +665,8 @@ pub struct HistTrigger {
     execname: bool,
     /// See [`needs_ctx`](Self::needs_ctx).
     needs_ctx: bool,
+    /// See [`fields_only`](Self::fields_only).
+    fields_only: bool,
 }
 
 impl HistTrigger {
@@ -659,6 +687,13 @@ impl HistTrigger {
                 .iter()
                 .chain(spec.vals.iter())
                 .any(|f| matches!(f.src, Source::Timestamp | Source::Cpu));
+        // Fields of the event's own start after the 8-byte common header.
+        let fields_only = simple_key
+            && spec
+                .keys
+                .iter()
+                .chain(spec.vals.iter())
+                .all(|f| matches!(f.src, Source::Num { offset, .. } if offset >= 8));
         Ok(HistTrigger {
             spec,
             map,
@@ -666,6 +701,7 @@ impl HistTrigger {
             simple_key,
             execname,
             needs_ctx,
+            fields_only,
         })
     }
 
@@ -717,6 +753,40 @@ impl HistTrigger {
             e.add(0, 1);
             for (i, v) in self.spec.vals.iter().enumerate() {
                 e.add(i + 1, v.value(rec, ctx));
+            }
+        }
+    }
+
+    /// Whether the key is one number and it and every value are numeric
+    /// fields of the event's own (not `common_*`, the CPU or the
+    /// timestamp): then the probe may count the event with
+    /// [`update_fields`](Self::update_fields), from the tracepoint's
+    /// arguments, without building the record.
+    #[inline(always)]
+    pub fn fields_only(&self) -> bool {
+        self.fields_only
+    }
+
+    /// [`update`](Self::update) for a [`fields_only`](Self::fields_only)
+    /// trigger, with `bits(offset)` giving the bits of the record's field
+    /// at `offset` (an event declaration's `field_bits`): the same key and
+    /// sums as `update` on the record those arguments make.
+    #[inline(always)]
+    pub fn update_fields(&self, bits: impl Fn(u32) -> u64) {
+        if self.paused.load(Ordering::Relaxed) {
+            return;
+        }
+        let field_bits = |f: &HistField| match f.src {
+            Source::Num { offset, .. } => f.value_of_bits(bits(offset)),
+            _ => 0,
+        };
+        let Some(key) = self.spec.keys.first() else {
+            return;
+        };
+        if let Some(e) = self.map.insert(&[field_bits(key)]) {
+            e.add(0, 1);
+            for (i, v) in self.spec.vals.iter().enumerate() {
+                e.add(i + 1, field_bits(v));
             }
         }
     }

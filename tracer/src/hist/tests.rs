@@ -572,3 +572,131 @@ fn fuzz_parse_never_panics() {
     }
     assert!(ok > 500, "only {ok} inputs parsed");
 }
+
+/// The entries of a trigger's map as (key, sums), in key order.
+fn map_contents(t: &HistTrigger) -> Vec<(u64, Vec<u64>)> {
+    let mut v: Vec<(u64, Vec<u64>)> = t
+        .map
+        .entries()
+        .iter()
+        .map(|e| {
+            (
+                e.key(0),
+                (0..=t.spec.vals.len()).map(|i| e.sum(i)).collect(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn fields_only_is_decided_by_the_fields() {
+    let ss = EventInfo {
+        system: "sched",
+        name: "sched_switch",
+        fields: crate::trace_events::sched::sched_switch::FIELDS,
+    };
+    let yes = |text: &str, ev: &EventInfo<'_>| {
+        let cmd = parse(text, ev).unwrap();
+        HistTrigger::new(cmd.spec, false).unwrap().fields_only()
+    };
+    assert!(yes("keys=prev_pid", &ss));
+    assert!(yes("keys=prev_state.hex:vals=next_prio,prev_prio", &ss));
+    assert!(yes("keys=bytes_req.log2:vals=bytes_alloc", &kmalloc_ev()));
+    // A common field, the CPU, the timestamp, a string or two keys: no.
+    assert!(!yes("keys=common_pid", &ss));
+    assert!(!yes("keys=common_pid.execname", &ss));
+    assert!(!yes("keys=prev_pid:vals=common_preempt_count", &ss));
+    assert!(!yes("keys=cpu", &ss));
+    assert!(!yes("keys=prev_pid:vals=common_timestamp", &ss));
+    assert!(!yes("keys=prev_comm", &ss));
+    assert!(!yes("keys=prev_pid,next_pid", &ss));
+}
+
+mod fields_prop {
+    use super::*;
+    use crate::trace_events::sched::sched_switch;
+    use crate::trace_events::TaskInfo;
+    use proptest::prelude::*;
+
+    fn modifier() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "",
+            ".hex",
+            ".log2",
+            ".buckets=10",
+            ".buckets=0x100",
+            ".sym",
+        ])
+    }
+
+    fn num() -> impl Strategy<Value = i64> {
+        prop_oneof![-3i64..3, any::<i32>().prop_map(i64::from), any::<i64>()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// `update_fields` from sched_switch's arguments (through the
+        /// declaration's `field_bits`) counts exactly what `update` counts
+        /// from the record those arguments make: signed and unsigned
+        /// fields of 4 and 8 bytes, every key modifier, values.
+        #[test]
+        fn update_fields_equals_update_on_the_record(
+            key in prop::sample::select(vec!["prev_pid", "prev_prio", "prev_state", "next_pid", "next_prio"]),
+            m in modifier(),
+            vals in prop::sample::subsequence(vec!["prev_prio", "prev_state", "next_pid"], 0..=2),
+            events in proptest::collection::vec((any::<bool>(), num(), num(), any::<u32>(), num(), num()), 1..40),
+        ) {
+            let mut text = format!("keys={key}{m}");
+            if !vals.is_empty() {
+                text.push_str(":vals=");
+                text.push_str(&vals.join(","));
+            }
+            let ev = EventInfo { system: "sched", name: "sched_switch", fields: sched_switch::FIELDS };
+            let mk = || {
+                let cmd = parse(&text, &ev).unwrap();
+                HistTrigger::new(cmd.spec, false).unwrap()
+            };
+            let (by_rec, by_args) = (mk(), mk());
+            prop_assert!(by_args.fields_only());
+            for (preempt, p1, p2, state, n1, n2) in events {
+                let prev = TaskInfo { comm: comm_bytes("a"), pid: p1 as i32, prio: p2 as i32 };
+                let next = TaskInfo { comm: comm_bytes("b"), pid: n1 as i32, prio: n2 as i32 };
+                let mut r = alloc::vec![0u8; sched_switch::size(preempt, &prev, &next, state)];
+                sched_switch::write(&mut r, 300, preempt, &prev, &next, state);
+                by_rec.update(&r, &HistCtx::default());
+                by_args.update_fields(|off| sched_switch::field_bits(off, preempt, &prev, &next, state));
+            }
+            prop_assert_eq!(map_contents(&by_rec), map_contents(&by_args));
+            prop_assert_eq!(by_rec.map.hits(), by_args.map.hits());
+        }
+
+        /// The same on kmalloc, whose `gfp_flags` is a 32-bit argument in
+        /// an 8-byte field and whose `node` is a signed 4-byte field.
+        #[test]
+        fn update_fields_equals_update_kmalloc(
+            key in prop::sample::select(vec!["call_site", "ptr", "bytes_req", "gfp_flags", "node"]),
+            m in modifier(),
+            events in proptest::collection::vec((any::<u64>(), 0u64..4096, any::<u32>(), num()), 1..40),
+        ) {
+            let text = format!("keys={key}{m}:vals=bytes_req,bytes_alloc");
+            let mk = || {
+                let cmd = parse(&text, &kmalloc_ev()).unwrap();
+                HistTrigger::new(cmd.spec, false).unwrap()
+            };
+            let (by_rec, by_args) = (mk(), mk());
+            prop_assert!(by_args.fields_only());
+            for (site, req, gfp, node) in events {
+                let mut r = alloc::vec![0u8; kmalloc::size(site, site ^ 7, req, req * 2, gfp, node as i32)];
+                kmalloc::write(&mut r, 340, site, site ^ 7, req, req * 2, gfp, node as i32);
+                by_rec.update(&r, &HistCtx::default());
+                by_args.update_fields(|off| {
+                    kmalloc::field_bits(off, site, site ^ 7, req, req * 2, gfp, node as i32)
+                });
+            }
+            prop_assert_eq!(map_contents(&by_rec), map_contents(&by_args));
+        }
+    }
+}
