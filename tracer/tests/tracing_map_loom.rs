@@ -104,3 +104,37 @@ fn full_map_two_inserters() {
         assert_eq!(m.entries().len(), 2);
     });
 }
+
+#[test]
+fn one_word_keys_inline_path() {
+    // `insert_word`, the probe's path for a single numeric key: its inline
+    // hit test reads a slot another thread may be claiming or publishing.
+    // Each thread inserts its key twice (the second normally a hit on the
+    // inline path); every insert is counted once or dropped.
+    model(|| {
+        let m = Arc::new(TracingMap::new(1, 1, 1, 0).unwrap());
+        let spawn = |k: u64| {
+            let m = m.clone();
+            thread::spawn(move || {
+                (0..2)
+                    .map(|_| match m.insert_word(k) {
+                        Some(e) => {
+                            assert_eq!(e.key(0), k);
+                            e.add(0, 1);
+                            true
+                        }
+                        None => false,
+                    })
+                    .filter(|&ok| ok)
+                    .count() as u64
+            })
+        };
+        let (a, b) = (spawn(5), spawn(5));
+        let n = a.join().unwrap() + b.join().unwrap();
+        assert_eq!(m.hits(), n);
+        assert_eq!(m.drops(), 4 - n);
+        let entries = m.entries();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].sum(0), n);
+    });
+}

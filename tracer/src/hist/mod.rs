@@ -735,7 +735,9 @@ impl HistTrigger {
         if self.paused.load(Ordering::Relaxed) {
             return;
         }
-        let elt = if self.simple_key {
+        let elt = if self.simple_key && !self.execname {
+            self.map.insert_word(self.spec.keys[0].value(rec, ctx))
+        } else if self.simple_key {
             let k = self.spec.keys[0].value(rec, ctx);
             self.insert(&[k], ctx)
         } else {
@@ -783,7 +785,7 @@ impl HistTrigger {
         let Some(key) = self.spec.keys.first() else {
             return;
         };
-        if let Some(e) = self.map.insert(&[field_bits(key)]) {
+        if let Some(e) = self.map.insert_word(field_bits(key)) {
             e.add(0, 1);
             for (i, v) in self.spec.vals.iter().enumerate() {
                 e.add(i + 1, field_bits(v));
