@@ -197,6 +197,7 @@ fn hist_counts_layout_drops_and_commands() {
     assert!(hits <= 3 && entries <= 3 && dropped == 0, "{hist}");
 
     // Errors, as on Linux 6.1; nothing changes.
+    assert_eq!(run(&mut k, "echo > /tracing/error_log"), "");
     let trig = run(&mut k, &format!("cat {EV}/trigger"));
     for (write, err) in [
         ("hist:keys=bogus", "Invalid argument"),
@@ -216,6 +217,46 @@ fn hist_counts_layout_drops_and_commands() {
         );
     }
     assert_eq!(run(&mut k, &format!("cat {EV}/trigger")), trig);
+    // The ones Linux logs, with its texts and carets (checked on Linux
+    // 6.1 with sched_switch's fields in place of vfs_open's): under
+    // `hist:SYSTEM:EVENT`, the command as `hist:` + the written text.
+    let log = run(&mut k, "cat /tracing/error_log");
+    let log: Vec<&str> = log
+        .lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(rest) => &rest[rest.find("] ").unwrap() + 2..],
+            None => l,
+        })
+        .collect();
+    let entry = |text: &str, cmd: &str, pos: usize| {
+        vec![
+            format!("hist:vfs:vfs_open: error: {text}"),
+            format!("  Command: {cmd}"),
+            format!("{}^", " ".repeat(11 + pos)),
+        ]
+    };
+    let want: Vec<String> = [
+        entry("Couldn't find field", "hist:keys=bogus", 10),
+        entry("Invalid field modifier", "hist:keys=ret.bogus", 14),
+        entry("Invalid field modifier", "hist:keys=ret:vals=ret.log2", 19),
+        entry(
+            "Sort field must be a key or a val",
+            "hist:keys=ret:sort=foo",
+            19,
+        ),
+        entry(
+            "Can't clear or continue a nonexistent hist trigger",
+            "hist:keys=ret:cont",
+            0,
+        ),
+        entry(
+            "Hist trigger already exists",
+            "hist:keys=filename:size=128",
+            0,
+        ),
+    ]
+    .concat();
+    assert_eq!(log, want);
 
     // `!` removes the matching one; `>` removes every hist trigger first.
     assert_eq!(

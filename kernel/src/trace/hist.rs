@@ -26,6 +26,7 @@ use tracer::event_filter::Filter;
 use tracer::hist::{self, EventInfo, HistCtx, HistSpec, HistTrigger, Register};
 use tracer::trigger::{TriggerCount, TriggerType, TriggerWrite};
 
+use super::error_log::tracing_log_err;
 use super::events::{event_mutex, TraceEventFile};
 use super::trace::{KernelSymbols, TraceArray};
 use super::trigger::{
@@ -95,6 +96,25 @@ fn hist_clear(data: &EventTriggerData, h: &HistTrigger) {
     set_paused(data, h, was);
 }
 
+/// Logs a refused hist command in the trace array's `error_log` when
+/// Linux logs it (Linux: `hist_err()`, with `last_cmd_loc`
+/// `hist:SYSTEM:EVENT` and `last_cmd` `hist:` + the text after `hist:`);
+/// gives its errno.
+fn hist_err(file: &TraceEventFile, param: &str, e: hist::HistError) -> Errno {
+    if let Some((text, pos)) = e.log {
+        let loc = alloc::format!("hist:{}:{}", file.call.system, file.call.name);
+        tracing_log_err(
+            file.tr(),
+            &loc,
+            &hist::HistError::cmd(param),
+            &[text],
+            0,
+            pos,
+        );
+    }
+    e.errno
+}
+
 /// `parse` of the hist command (Linux: `event_hist_trigger_parse()`).
 fn hist_parse(
     cmd: &'static EventCommand,
@@ -103,7 +123,7 @@ fn hist_parse(
     w: &TriggerWrite<'_>,
 ) -> Result<(), Errno> {
     let param = w.param_and_filter.ok_or(Errno::EINVAL)?;
-    let hc = hist::parse(param, &event_info(file)).map_err(|e| e.errno)?;
+    let hc = hist::parse(param, &event_info(file)).map_err(|e| hist_err(file, param, e))?;
     let filter = hc
         .spec
         .filter
@@ -123,7 +143,7 @@ fn hist_parse(
         }
         return Ok(());
     }
-    match hist::register(&specs, &hc).map_err(|e| e.errno)? {
+    match hist::register(&specs, &hc).map_err(|e| hist_err(file, param, e))? {
         Register::Update {
             index,
             pause,

@@ -651,7 +651,11 @@ fn no_field_test_for_others() {
 fn edge_values() -> Vec<u64> {
     let mut v = Vec::new();
     for bits in [8u32, 16, 32, 64] {
-        let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let max = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let smax = max >> 1;
         for x in [0, 1, 2, smax - 1, smax, smax + 1, smax + 2, max - 1, max] {
             v.push(x);
