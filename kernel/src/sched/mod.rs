@@ -1,9 +1,19 @@
-//! Kernel threads and a preemptive round-robin scheduler (Linux: kernel/sched/).
+//! Kernel threads and a preemptive priority scheduler (Linux: kernel/sched/).
 //!
 //! - Each CPU has a run queue of tasks ready to run and an idle task (pid 0,
 //!   shown as `<idle>-0` in traces) that runs when the queue is empty.
-//! - The timer tick sets `need_resched` when a task has used its time slice;
-//!   the interrupt exit path then calls [`schedule`] (preemption).
+//! - Two policies ([`SchedPolicy`]): SCHED_FIFO real-time tasks (Linux:
+//!   kernel/sched/rt.c, much reduced) always run before normal ones, the
+//!   most urgent first (lowest `prio`), each running until it blocks or
+//!   yields; normal tasks share the CPU round robin. The run queue is kept
+//!   in `prio` order, a task joining the tail of its priority level
+//!   (a preempted real-time task its head, as Linux's `enqueue_task_rt`
+//!   does for a task that did not give the CPU up).
+//! - The timer tick sets `need_resched` when a normal task has used its
+//!   time slice; the interrupt exit path then calls [`schedule`]
+//!   (preemption). A wake-up sets it on the wakee's CPU when the wakee is
+//!   more urgent than the task running there (Linux: `wakeup_preempt`),
+//!   with an IPI if that CPU is another one.
 //! - A task blocks on a [`WaitQueue`] or in [`sleep_ns`]; a waker makes it
 //!   runnable again and queues it on a CPU.
 //! - An idle CPU steals a task from the busiest other CPU, and every few
@@ -32,7 +42,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
 
 use spin::Mutex;
 
@@ -40,7 +50,7 @@ use crate::arch::{self, percpu};
 use crate::events::sched as events;
 use crate::hook::Hook;
 pub use signal::{clear_signal, signal_pending};
-pub use task::{Pid, Task, TaskState, DEFAULT_PRIO};
+pub use task::{Pid, SchedPolicy, Task, TaskState, DEFAULT_PRIO, MAX_RT_PRIO, MAX_USER_RT_PRIO};
 pub use wait::{wait_event_interruptible, WaitQueue};
 
 /// Called by the timer interrupt on every CPU (Linux: scheduler_tick; what
@@ -60,11 +70,40 @@ struct RunQueue {
     tasks: VecDeque<Arc<Task>>,
 }
 
+impl RunQueue {
+    /// Queues `task` in `prio` order: at the tail of its priority level, or
+    /// at its head for a real-time task that was preempted (Linux:
+    /// `enqueue_task_rt` with ENQUEUE_HEAD). Normal tasks all have one
+    /// priority, so among them the queue is round robin.
+    fn enqueue(&mut self, task: Arc<Task>, head: bool) {
+        let prio = task.prio();
+        let pos = if head {
+            self.tasks.iter().position(|t| t.prio() >= prio)
+        } else {
+            self.tasks.iter().position(|t| t.prio() > prio)
+        };
+        match pos {
+            Some(i) => self.tasks.insert(i, task),
+            None => self.tasks.push_back(task),
+        }
+    }
+}
+
 static RUNQUEUES: [Mutex<RunQueue>; percpu::MAX_CPUS] = [const {
     Mutex::new(RunQueue {
         tasks: VecDeque::new(),
     })
 }; percpu::MAX_CPUS];
+/// The `prio` a wake-up must beat to preempt each CPU (Linux reads
+/// `rq->curr` under the run queue lock): the running task's, or
+/// [`IDLE_PRIO`] while the CPU is idle or choosing its next task, when any
+/// wake-up preempts. A waker reads it under the run queue lock.
+static CURR_PRIO: [AtomicI32; percpu::MAX_CPUS] =
+    [const { AtomicI32::new(IDLE_PRIO) }; percpu::MAX_CPUS];
+/// The idle class, below every task (Linux: `MAX_PRIO`, 140). Only the
+/// preemption check uses it: the idle tasks report 120 to the sched
+/// events, as Linux's do.
+const IDLE_PRIO: i32 = 140;
 static IDLE: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; percpu::MAX_CPUS];
 /// The task switched away from, for `finish_task_switch` on this CPU.
 static PREV: [AtomicUsize; percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; percpu::MAX_CPUS];
@@ -85,6 +124,17 @@ pub struct JoinHandle {
 }
 
 impl JoinHandle {
+    /// The task's pid.
+    pub fn pid(&self) -> Pid {
+        self.task.pid
+    }
+
+    /// True once the task is blocked and no CPU is still switching away
+    /// from it: a wake-up now is a real one (it queues the task).
+    pub fn is_blocked(&self) -> bool {
+        self.task.state() == TaskState::Blocked && !self.task.on_cpu.load(Ordering::Acquire)
+    }
+
     /// Blocks until the task has exited.
     pub fn join(self) {
         EXIT_WAIT.wait_until(|| self.task.state() == TaskState::Dead);
@@ -160,7 +210,7 @@ pub fn init() {
 fn adopt_idle(cpu: usize) {
     let mut name = String::from("swapper/");
     push_num(&mut name, cpu);
-    let idle = Arc::new(Task::new(0, &name, None, true));
+    let idle = Arc::new(Task::new(0, &name, None, true, SchedPolicy::Normal));
     idle.cpu.store(cpu, Ordering::Relaxed);
     idle.on_cpu.store(true, Ordering::Relaxed);
     let ptr = Arc::into_raw(idle);
@@ -186,13 +236,19 @@ pub fn run_idle(cpu: usize) -> ! {
     }
 }
 
-fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: F) -> JoinHandle {
+fn spawn_inner<F: FnOnce() + Send + 'static>(
+    cpu: Option<usize>,
+    name: &str,
+    policy: SchedPolicy,
+    f: F,
+) -> JoinHandle {
     let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
     let task = Arc::new(Task::new(
         pid,
         name,
         Some(alloc::boxed::Box::new(f)),
         cpu.is_some(),
+        policy,
     ));
     let target = cpu
         .filter(|&c| c < arch::nr_cpus())
@@ -210,12 +266,38 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(cpu: Option<usize>, name: &str, f: 
 /// Starts a kernel thread on the least loaded CPU; it may migrate. `name`
 /// becomes its comm (at most 15 bytes).
 pub fn spawn<F: FnOnce() + Send + 'static>(name: &str, f: F) -> JoinHandle {
-    spawn_inner(None, name, f)
+    spawn_inner(None, name, SchedPolicy::Normal, f)
 }
 
 /// Starts a kernel thread bound to `cpu`.
 pub fn spawn_on<F: FnOnce() + Send + 'static>(cpu: usize, name: &str, f: F) -> JoinHandle {
-    spawn_inner(Some(cpu), name, f)
+    spawn_inner(Some(cpu), name, SchedPolicy::Normal, f)
+}
+
+/// Runs `f` as a new task called `name` with policy `policy` and waits
+/// for it to end (what a shell does for `chrt -f PRIO COMMAND`: fork, set
+/// the policy, exec, wait). Unlike [`spawn`], `f` may borrow from the
+/// caller, which is blocked until `f` has returned.
+pub fn run_as<'a, F: FnOnce() + Send + 'a>(name: &str, policy: SchedPolicy, f: F) {
+    let f: alloc::boxed::Box<dyn FnOnce() + Send + 'a> = alloc::boxed::Box::new(f);
+    // SAFETY: only the lifetime is changed. The task runs `f` and exits;
+    // this function does not return before `join` has seen it exit, so
+    // everything `f` borrows outlives its use (and a panic stops the
+    // kernel: no unwinding can return early).
+    let f: alloc::boxed::Box<dyn FnOnce() + Send + 'static> = unsafe { core::mem::transmute(f) };
+    spawn_inner(None, name, policy, f).join();
+}
+
+/// Starts a kernel thread with scheduling policy `policy`, bound to `cpu`
+/// if given (Linux: a kthread made real-time with `sched_setscheduler`
+/// before its first wake-up).
+pub fn spawn_policy<F: FnOnce() + Send + 'static>(
+    cpu: Option<usize>,
+    name: &str,
+    policy: SchedPolicy,
+    f: F,
+) -> JoinHandle {
+    spawn_inner(cpu, name, policy, f)
 }
 
 fn least_loaded_cpu() -> usize {
@@ -249,15 +331,18 @@ fn try_to_wake_up(task: &Arc<Task>, new: bool) {
         // Still running (not yet switched out) or already queued: only
         // the state changes (Linux: ttwu_runnable).
         let queue = !task.queued.swap(true, Ordering::AcqRel);
+        let mut preempt = false;
         if queue {
-            RUNQUEUES[cpu].lock().tasks.push_back(task.clone());
+            let mut rq = RUNQUEUES[cpu].lock();
+            rq.enqueue(task.clone(), false);
+            preempt = wakeup_preempt(task.prio(), CURR_PRIO[cpu].load(Ordering::Relaxed));
         }
         if new {
             events::trace_sched_wakeup_new(task.trace_info(), cpu as i32);
         } else if was_blocked {
             events::trace_sched_wakeup(task.trace_info(), cpu as i32);
         }
-        if !queue {
+        if !preempt {
             return;
         }
         if cpu != arch::cpu_id() {
@@ -266,6 +351,16 @@ fn try_to_wake_up(task: &Arc<Task>, new: bool) {
             percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
         }
     });
+}
+
+/// Whether a task of `prio` waking on a CPU that runs a task of
+/// `curr_prio` preempts it (Linux: `wakeup_preempt`): a more urgent task
+/// does; among normal tasks every wake-up does (this scheduler's stand-in
+/// for CFS's wake-up preemption, and how it behaved before priorities); a
+/// normal task never preempts a real-time one, nor a real-time task one
+/// of its own priority. The idle class ([`IDLE_PRIO`]) is always preempted.
+fn wakeup_preempt(prio: i32, curr_prio: i32) -> bool {
+    prio < curr_prio || (prio >= MAX_RT_PRIO && curr_prio >= MAX_RT_PRIO)
 }
 
 /// Gives the CPU to another runnable task, if there is one.
@@ -305,23 +400,37 @@ fn __schedule(preempt: bool) {
     if !prev.is_idle {
         let _g = prev.pi_lock.lock();
         if prev.state() == TaskState::Runnable {
-            // Still runnable: back to the end of the queue.
-            RUNQUEUES[cpu].lock().tasks.push_back(prev.arc());
+            // Still runnable: back in the queue, at the tail of its level;
+            // a preempted real-time task at the head, to run again first.
+            let head = preempt && prev.policy.is_rt();
+            RUNQUEUES[cpu].lock().enqueue(prev.arc(), head);
         } else {
             prev.queued.store(false, Ordering::Release);
         }
     }
-    let queued = RUNQUEUES[cpu].lock().tasks.pop_front();
+    let queued = {
+        let mut rq = RUNQUEUES[cpu].lock();
+        // Until the next task is chosen, any wake-up here preempts (a
+        // waker queuing after this pop must not count on `prev`).
+        CURR_PRIO[cpu].store(IDLE_PRIO, Ordering::Relaxed);
+        rq.tasks.pop_front()
+    };
     let next: *const Task = match queued.or_else(|| steal(cpu)) {
         // The Arc is dropped here, but TASKS still holds the task.
         Some(t) => Arc::as_ptr(&t),
         None => idle_ptr,
     };
+    // SAFETY: `next` came from a run queue (TASKS keeps it alive) or is idle.
+    let next_task = unsafe { &*next };
+    let next_prio = if next_task.is_idle {
+        IDLE_PRIO
+    } else {
+        next_task.prio()
+    };
+    CURR_PRIO[cpu].store(next_prio, Ordering::Relaxed);
     if next == prev_ptr {
         return;
     }
-    // SAFETY: `next` came from a run queue (TASKS keeps it alive) or is idle.
-    let next_task = unsafe { &*next };
     // Wait until the CPU that last ran `next` has fully switched away from it.
     while next_task.on_cpu.load(Ordering::Acquire) {
         core::hint::spin_loop();
@@ -417,7 +526,7 @@ fn load_balance(cpu: usize) {
         return;
     }
     if let Some(task) = detach_task(victim) {
-        RUNQUEUES[cpu].lock().tasks.push_back(task);
+        RUNQUEUES[cpu].lock().enqueue(task, false);
     }
 }
 
@@ -466,7 +575,9 @@ pub fn timer_tick() {
     let ticks = TICKS[cpu].fetch_add(1, Ordering::Relaxed) + 1;
     let idle =
         IDLE[cpu].load(Ordering::Relaxed) == percpu::this_cpu().current.load(Ordering::Relaxed);
-    if ticks >= TIME_SLICE_TICKS || idle {
+    // SCHED_FIFO has no time slice (Linux: task_tick_rt).
+    let fifo = current().is_some_and(|t| t.policy.is_rt());
+    if (ticks >= TIME_SLICE_TICKS && !fifo) || idle {
         percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
     }
 }
@@ -557,6 +668,15 @@ pub fn sleep_ns(ns: u64) {
 pub fn send_sigint() {
     signal::raise_sigint();
     wait::wake_interruptible();
+}
+
+/// The scheduling policy of the task `pid` (the idle tasks' for 0), or
+/// None if there is no such task (Linux: `sched_getscheduler`).
+pub fn task_policy(pid: Pid) -> Option<SchedPolicy> {
+    if pid == 0 {
+        return Some(SchedPolicy::Normal);
+    }
+    arch::without_interrupts(|| TASKS.lock().get(&pid).map(|t| t.policy))
 }
 
 /// Every task, for `ps` (idle tasks first).

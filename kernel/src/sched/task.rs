@@ -12,10 +12,71 @@ pub type Pid = u32;
 
 const STACK_SIZE: usize = 64 * 1024;
 
-/// The priority every task reports to the sched events: Linux's value
-/// for a nice-0 task (`DEFAULT_PRIO`, 120). This scheduler has no
-/// priorities.
+/// The priority of a normal task (Linux: `DEFAULT_PRIO`, the `prio` of a
+/// nice-0 SCHED_NORMAL task, 120). The idle tasks report it too, as
+/// Linux's swapper tasks do.
 pub const DEFAULT_PRIO: i32 = 120;
+/// `MAX_RT_PRIO`: real-time tasks have `prio` 0..=98, below every normal
+/// task (a lower `prio` is a more urgent task).
+pub const MAX_RT_PRIO: i32 = 100;
+/// The highest `rt_priority` a SCHED_FIFO task may have (Linux:
+/// `MAX_RT_PRIO - 1`; the lowest is 1).
+pub const MAX_USER_RT_PRIO: u32 = 99;
+
+/// A task's scheduling policy (Linux: `SCHED_NORMAL` 0, `SCHED_FIFO` 1,
+/// include/uapi/linux/sched.h; the value is what the latency header's
+/// `policy:` shows).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SchedPolicy {
+    /// Time-shared: round robin among the normal tasks, after every
+    /// runnable real-time task.
+    Normal,
+    /// Real time, first in first out, with an `rt_priority` of 1..=99
+    /// (higher is more urgent): runs until it blocks, yields, or a task
+    /// of a higher priority wakes; never time-sliced.
+    Fifo(u32),
+}
+
+impl SchedPolicy {
+    /// SCHED_FIFO at `rt_priority`, or None outside 1..=99 (Linux's
+    /// sched_setscheduler fails with EINVAL).
+    pub fn fifo(rt_priority: u32) -> Option<SchedPolicy> {
+        (1..=MAX_USER_RT_PRIO)
+            .contains(&rt_priority)
+            .then_some(SchedPolicy::Fifo(rt_priority))
+    }
+
+    /// The kernel-internal priority (Linux: `p->prio` from
+    /// `normal_prio()`): `99 - rt_priority` for SCHED_FIFO, 120 for a
+    /// normal task. The sched events report it.
+    pub fn prio(self) -> i32 {
+        match self {
+            SchedPolicy::Normal => DEFAULT_PRIO,
+            SchedPolicy::Fifo(rt) => MAX_RT_PRIO - 1 - rt as i32,
+        }
+    }
+
+    /// The policy number (`SCHED_NORMAL` 0, `SCHED_FIFO` 1).
+    pub fn number(self) -> u32 {
+        match self {
+            SchedPolicy::Normal => 0,
+            SchedPolicy::Fifo(_) => 1,
+        }
+    }
+
+    /// `rt_priority` (0 for a normal task).
+    pub fn rt_priority(self) -> u32 {
+        match self {
+            SchedPolicy::Normal => 0,
+            SchedPolicy::Fifo(rt) => rt,
+        }
+    }
+
+    /// True for a real-time policy (Linux: `rt_task()`).
+    pub fn is_rt(self) -> bool {
+        matches!(self, SchedPolicy::Fifo(_))
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
@@ -36,6 +97,9 @@ pub struct Task {
     /// [`Task::from_trace_info`], as Linux's probes get a `task_struct *`.
     info: TaskInfo,
     state: AtomicU8,
+    /// The scheduling policy, set when the task is created (it fixes the
+    /// `prio` in `info`, which probes read without a lock).
+    pub policy: SchedPolicy,
     /// The CPU the task runs on or is queued on.
     pub cpu: AtomicUsize,
     /// True while a CPU is running the task or still switching away from it.
@@ -80,6 +144,7 @@ impl Task {
         name: &str,
         entry: Option<Box<dyn FnOnce() + Send>>,
         pinned: bool,
+        policy: SchedPolicy,
     ) -> Task {
         let mut comm = [0u8; 16];
         let n = name.len().min(15);
@@ -99,8 +164,9 @@ impl Task {
             info: TaskInfo {
                 comm,
                 pid: pid as i32,
-                prio: DEFAULT_PRIO,
+                prio: policy.prio(),
             },
+            policy,
             state: AtomicU8::new(TaskState::Runnable as u8),
             cpu: AtomicUsize::new(0),
             on_cpu: AtomicBool::new(false),
@@ -124,6 +190,12 @@ impl Task {
             let bottom = s.as_ptr() as u64;
             (bottom, bottom + s.len() as u64)
         })
+    }
+
+    /// `p->prio`: lower is more urgent (see [`SchedPolicy::prio`]).
+    #[inline(always)]
+    pub fn prio(&self) -> i32 {
+        self.info.prio
     }
 
     /// The task's name (Linux: comm), at most 15 bytes.

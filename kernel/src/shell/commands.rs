@@ -33,6 +33,10 @@ Commands:
   meminfo                  heap use (total, used, free)
   exec N<FILE, exec N<&-   keep FILE open as descriptor N (3-9) between commands, close it
   sleep SECONDS            sleep (fractions allowed)
+  chrt -f PRIO CMD [ARG...]  run CMD as a SCHED_FIFO task of priority PRIO (1-99);
+                           -o 0: as a normal task; chrt -p PID: show a task's policy
+  wakeup_busy [-f PRIO] US wake a task (SCHED_FIFO at PRIO, or normal) from CPU 0
+                           while a SCHED_FIFO task keeps its CPU busy US more us
   work files|sleep|compute N, work all SECONDS   workloads on every CPU
   poweroff                 stop the machine
   exit [N]                 stop the machine with exit code N
@@ -87,6 +91,8 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "crash" if args.is_empty() => panic!("crash command typed in the shell"),
         "crash" => crash(args),
         "work" => super::work::run(args, out),
+        "chrt" => super::rt::chrt(args, out),
+        "wakeup_busy" => super::rt::wakeup_busy(args, out),
         "calltree" => super::work::calltree(args, out),
         "ftrace_check" => {
             out.emit_str(cmd, &crate::trace::selftest::ftrace_check_text());

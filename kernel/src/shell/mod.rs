@@ -14,6 +14,7 @@ pub mod parse;
 pub mod pipe;
 mod printk;
 mod ringbuf;
+mod rt;
 mod work;
 
 use alloc::boxed::Box;

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use crate::fs::{Errno, File};
 
 /// Where a command writes its output.
-pub trait Sink {
+pub trait Sink: Send {
     /// Consumes `data`. EPIPE: the reader is gone, stop quietly. Any
     /// other error is a write error the command reports.
     fn write(&mut self, data: &[u8]) -> Result<(), Errno>;
