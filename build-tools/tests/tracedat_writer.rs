@@ -163,12 +163,16 @@ fn trace_cmd_dump_reads_every_section() {
     systems.dedup();
     assert!(systems.contains(&"sched"));
     let systems = format!("[Events format, {} systems]", systems.len());
+    let ftrace = format!(
+        "[Ftrace format, {} events]",
+        tracer::events::FTRACE_EVENTS.len()
+    );
     for want in [
         "6\t[Version]",
         "8\t[Bytes in a long]",
         "4096\t[Page size, bytes]",
         "[Header page, 205 bytes]",
-        "[Ftrace format, 6 events]",
+        &ftrace,
         &systems,
         "[Saved command lines, 17 bytes]",
         "2 [CPUs with tracing data]",
@@ -185,6 +189,8 @@ fn trace_cmd_dump_reads_every_section() {
         "print",
         "kernel_stack",
         "func_repeats",
+        "context_switch",
+        "wakeup",
     ] {
         assert!(out.contains(&format!("name: {e}\n")), "{e} missing:\n{out}");
     }

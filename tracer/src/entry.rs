@@ -18,6 +18,7 @@
 //! | `ftrace_graph_ret_entry` (TRACE_GRAPH_RET, packed) | func @8, depth (int) @16, overrun (u32) @20, calltime @24, rettime @32; 40 bytes |
 //! | `print_entry` (TRACE_PRINT) | ip @8, buf[] @16 (NUL-terminated) |
 //! | `stack_entry` (TRACE_STACK) | size (int) @8, caller[] @16 (one `long` per frame) |
+//! | `ctx_switch_entry` (TRACE_CTX, TRACE_WAKE) | prev_pid @8, next_pid @12, next_cpu @16 (u32), prev_prio @20, prev_state @21, next_prio @22, next_state @23 (u8); 24 bytes |
 //!
 //! The graph return layout is Linux 6.6's without `CONFIG_FUNCTION_GRAPH_RETVAL`
 //! (v5.x before the packing change had `func, calltime, rettime, overrun(long),
@@ -741,6 +742,86 @@ impl FuncRepeatsEntry {
     }
 }
 
+/// `struct ctx_switch_entry`: what the wakeup latency tracers record of a
+/// wake-up (TRACE_WAKE: `prev` is the waker, `next` the wakee) and of the
+/// switch to the woken task (TRACE_CTX). Linux declares it with
+/// `FTRACE_ENTRY(context_switch, ...)` and `FTRACE_ENTRY_DUP(wakeup, ...)`
+/// in kernel/trace/trace_entries.h. States are `task_state_index()`
+/// values (0 `R`, 1 `S`, ... see [`task_index_to_char`]); priorities are
+/// `p->prio` stored in a byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CtxSwitchEntry {
+    pub ent: TraceEntry,
+    pub prev_pid: u32,
+    pub next_pid: u32,
+    pub next_cpu: u32,
+    pub prev_prio: u8,
+    pub prev_state: u8,
+    pub next_prio: u8,
+    pub next_state: u8,
+}
+
+/// `task_index_to_char()`: the letter of a `task_state_index()` value
+/// (`"RSDTtXZPI"`); an index past the table prints `?` instead of reading
+/// past it.
+pub fn task_index_to_char(index: u8) -> char {
+    const STATE_CHAR: &[u8] = b"RSDTtXZPI";
+    STATE_CHAR.get(index as usize).map_or('?', |&c| c as char)
+}
+
+/// `task_state_index()` of a `prev_state` bit mask as `sched_switch`
+/// reports it (0 for running, else one `TASK_REPORT` bit): the position
+/// of its highest bit, plus one (`fls`).
+pub fn task_state_index(state: u32) -> u8 {
+    (u32::BITS - state.leading_zeros()) as u8
+}
+
+impl CtxSwitchEntry {
+    pub const SIZE: usize = 24;
+
+    /// True for a TRACE_WAKE record (printed with `  +`), false for
+    /// TRACE_CTX (`==>`).
+    pub fn is_wake(&self) -> bool {
+        self.ent.type_ == TRACE_WAKE
+    }
+
+    /// Decodes a TRACE_CTX or TRACE_WAKE record.
+    pub fn decode(buf: &[u8]) -> Result<Self, EntryError> {
+        let ent = TraceEntry::decode(buf)?;
+        if ent.type_ != TRACE_CTX && ent.type_ != TRACE_WAKE {
+            return Err(EntryError::WrongType {
+                expected: TRACE_CTX,
+                found: ent.type_,
+            });
+        }
+        need(buf, Self::SIZE)?;
+        Ok(CtxSwitchEntry {
+            ent,
+            prev_pid: rd_u32(buf, 8),
+            next_pid: rd_u32(buf, 12),
+            next_cpu: rd_u32(buf, 16),
+            prev_prio: buf[20],
+            prev_state: buf[21],
+            next_prio: buf[22],
+            next_state: buf[23],
+        })
+    }
+
+    /// Encodes the record with the type in `ent` (TRACE_CTX or TRACE_WAKE).
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, EntryError> {
+        need(buf, Self::SIZE)?;
+        self.ent.encode(buf)?;
+        wr(buf, 8, &self.prev_pid.to_le_bytes());
+        wr(buf, 12, &self.next_pid.to_le_bytes());
+        wr(buf, 16, &self.next_cpu.to_le_bytes());
+        buf[20] = self.prev_prio;
+        buf[21] = self.prev_state;
+        buf[22] = self.next_prio;
+        buf[23] = self.next_state;
+        Ok(Self::SIZE)
+    }
+}
+
 /// A record of a trace event (`sched_switch`, `kmalloc`, ...): a type
 /// above [`TRACE_LAST_TYPE`], kept whole, because its layout is its
 /// event's (the printer finds the event by type:
@@ -761,6 +842,8 @@ pub enum Entry {
     Print(PrintEntry),
     Stack(StackEntry),
     FuncRepeats(FuncRepeatsEntry),
+    /// TRACE_CTX or TRACE_WAKE (the wakeup latency tracers).
+    CtxSwitch(CtxSwitchEntry),
     /// A trace event's record (type above [`TRACE_LAST_TYPE`]).
     Event(EventEntry),
     /// A type this crate does not decode; the header is still valid.
@@ -778,6 +861,7 @@ impl Entry {
             TRACE_PRINT => Entry::Print(PrintEntry::decode(buf)?),
             TRACE_STACK => Entry::Stack(StackEntry::decode(buf)?),
             TRACE_FUNC_REPEATS => Entry::FuncRepeats(FuncRepeatsEntry::decode(buf)?),
+            TRACE_CTX | TRACE_WAKE => Entry::CtxSwitch(CtxSwitchEntry::decode(buf)?),
             t if t > TRACE_LAST_TYPE => Entry::Event(EventEntry {
                 ent,
                 raw: buf.to_vec(),
@@ -795,6 +879,7 @@ impl Entry {
             Entry::Print(e) => &e.ent,
             Entry::Stack(e) => &e.ent,
             Entry::FuncRepeats(e) => &e.ent,
+            Entry::CtxSwitch(e) => &e.ent,
             Entry::Event(e) => &e.ent,
             Entry::Other(e) => e,
         }
@@ -809,6 +894,7 @@ impl Entry {
             Entry::Print(e) => e.encoded_len(),
             Entry::Stack(e) => e.encoded_len(),
             Entry::FuncRepeats(_) => FuncRepeatsEntry::SIZE,
+            Entry::CtxSwitch(_) => CtxSwitchEntry::SIZE,
             Entry::Event(e) => e.raw.len().max(TRACE_ENTRY_SIZE),
             Entry::Other(_) => TRACE_ENTRY_SIZE,
         }
@@ -823,6 +909,7 @@ impl Entry {
             Entry::Print(e) => e.encode(buf),
             Entry::Stack(e) => e.encode(buf),
             Entry::FuncRepeats(e) => e.encode(buf),
+            Entry::CtxSwitch(e) => e.encode(buf),
             Entry::Event(e) => {
                 // The header first, so the type and flags are `ent`'s.
                 need(buf, e.raw.len().max(TRACE_ENTRY_SIZE))?;

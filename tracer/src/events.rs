@@ -15,7 +15,8 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use crate::entry::{
-    TRACE_FN, TRACE_FUNC_REPEATS, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_PRINT, TRACE_STACK,
+    TRACE_CTX, TRACE_FN, TRACE_FUNC_REPEATS, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_PRINT,
+    TRACE_STACK, TRACE_WAKE,
 };
 use crate::ring_buffer::event::{
     RINGBUF_TYPE_DATA_TYPE_LEN_MAX, RINGBUF_TYPE_PADDING, RINGBUF_TYPE_TIME_EXTEND,
@@ -121,6 +122,36 @@ pub const FUNCGRAPH_EXIT: FtraceEvent = FtraceEvent {
                 REC->calltime, REC->rettime, REC->depth",
 };
 
+/// The fields of `struct ctx_switch_entry` (`FTRACE_CTX_FIELDS`).
+const CTX_FIELDS: [FieldDesc; 7] = [
+    scalar("unsigned int", "prev_pid", 4, 4, false),
+    scalar("unsigned int", "next_pid", 4, 4, false),
+    scalar("unsigned int", "next_cpu", 4, 4, false),
+    scalar("unsigned char", "prev_prio", 1, 1, false),
+    scalar("unsigned char", "prev_state", 1, 1, false),
+    scalar("unsigned char", "next_prio", 1, 1, false),
+    scalar("unsigned char", "next_state", 1, 1, false),
+];
+
+/// `context_switch` (TRACE_CTX): the wakeup tracers' switch to the woken task.
+pub const CONTEXT_SWITCH: FtraceEvent = FtraceEvent {
+    name: "context_switch",
+    id: TRACE_CTX,
+    fields: &CTX_FIELDS,
+    print_fmt: "\"%u:%u:%u  ==> %u:%u:%u [%03u]\", REC->prev_pid, REC->prev_prio, \
+                REC->prev_state, REC->next_pid, REC->next_prio, REC->next_state, REC->next_cpu",
+};
+
+/// `wakeup` (TRACE_WAKE): the wakeup tracers' wake-up (Linux's
+/// `FTRACE_ENTRY_DUP` of `context_switch`).
+pub const WAKEUP: FtraceEvent = FtraceEvent {
+    name: "wakeup",
+    id: TRACE_WAKE,
+    fields: &CTX_FIELDS,
+    print_fmt: "\"%u:%u:%u  ==+ %u:%u:%u [%03u]\", REC->prev_pid, REC->prev_prio, \
+                REC->prev_state, REC->next_pid, REC->next_prio, REC->next_state, REC->next_cpu",
+};
+
 /// `print` (TRACE_PRINT): `trace_marker` writes.
 pub const PRINT: FtraceEvent = FtraceEvent {
     name: "print",
@@ -178,10 +209,12 @@ pub const FUNC_REPEATS: FtraceEvent = FtraceEvent {
 };
 
 /// The events this tracer produces, in `trace_entries.h` order.
-pub const FTRACE_EVENTS: [&FtraceEvent; 6] = [
+pub const FTRACE_EVENTS: [&FtraceEvent; 8] = [
     &FUNCTION,
     &FUNCGRAPH_ENTRY,
     &FUNCGRAPH_EXIT,
+    &CONTEXT_SWITCH,
+    &WAKEUP,
     &KERNEL_STACK,
     &PRINT,
     &FUNC_REPEATS,

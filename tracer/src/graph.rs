@@ -229,7 +229,11 @@ impl GraphState {
                 self.print_graph_return(cfg, cpu, ts, r, out);
                 true
             }
-            Entry::Function(_) | Entry::Stack(_) | Entry::FuncRepeats(_) | Entry::Other(_) => false,
+            Entry::Function(_)
+            | Entry::Stack(_)
+            | Entry::FuncRepeats(_)
+            | Entry::CtxSwitch(_)
+            | Entry::Other(_) => false,
             Entry::Print(p) => {
                 self.print_graph_comment(cfg, cpu, ts, &p.ent, &p.buf, out);
                 true

@@ -52,3 +52,5 @@ pub mod tracepoint;
 pub mod tracing_map;
 #[forbid(unsafe_code)]
 pub mod trigger;
+#[forbid(unsafe_code)]
+pub mod wakeup;

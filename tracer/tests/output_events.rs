@@ -286,6 +286,6 @@ fn event_records_decode_whole() {
     assert_eq!(Entry::Event(ev).to_vec(), rec.payload);
     // Types up to TRACE_LAST_TYPE that this crate does not decode stay Other.
     let mut ctx = vec![0u8; 8];
-    ctx[0] = tracer::entry::TRACE_CTX as u8;
+    ctx[0] = tracer::entry::TRACE_MMIO_RW as u8;
     assert!(matches!(Entry::decode(&ctx), Ok(Entry::Other(_))));
 }

@@ -8,7 +8,7 @@ use core::fmt::Write;
 
 use super::config::{find_cmdline, OutputConfig, SymbolResolver};
 use super::seq::TraceSeq;
-use crate::entry::{lat_fmt, Entry, EventEntry, TraceEntry};
+use crate::entry::{lat_fmt, task_index_to_char, CtxSwitchEntry, Entry, EventEntry, TraceEntry};
 use crate::options::{TraceOption, TraceOptions};
 
 /// `%ps`: the symbol name, or `0x<hex>` when the address is unknown
@@ -161,6 +161,7 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mu
                 g.depth, g.calltime, g.rettime, g.depth
             );
         }
+        Entry::CtxSwitch(c) => print_ctxwake(cfg, c, out),
         Entry::Event(ev) => {
             if !print_trace_event(cfg.syms, ev, out) {
                 let _ = writeln!(out, "Unknown type {}", ev.ent.type_);
@@ -170,6 +171,27 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mu
             let _ = writeln!(out, "Unknown type {}", e.type_);
         }
     }
+}
+
+/// `trace_ctxwake_print()`: `pid:prio:state`, the delimiter (`==>` for a
+/// switch, `  +` for a wake-up), the wakee's CPU, its `pid:prio:state` and
+/// name.
+fn print_ctxwake(cfg: &OutputConfig<'_>, c: &CtxSwitchEntry, out: &mut TraceSeq) {
+    let delim = if c.is_wake() { "  +" } else { "==>" };
+    let comm = find_cmdline(cfg.tasks, c.next_pid as i32);
+    let _ = writeln!(
+        out,
+        " {:7}:{:3}:{} {} [{:03}] {:7}:{:3}:{} {}",
+        c.prev_pid as i32,
+        c.prev_prio,
+        task_index_to_char(c.prev_state),
+        delim,
+        c.next_cpu as i32,
+        c.next_pid as i32,
+        c.next_prio,
+        task_index_to_char(c.next_state),
+        comm
+    );
 }
 
 /// A trace event's text (`trace_raw_output_<name>()`: `trace_raw_output_prep`

@@ -37,7 +37,7 @@ pub use format::{
 pub use merge::EventSource;
 pub use seq::TraceSeq;
 
-use crate::entry::{lat_fmt, Entry, TraceEntry};
+use crate::entry::{lat_fmt, task_index_to_char, Entry, TraceEntry};
 use crate::options::TraceOption;
 use header::{BufferStats, LatencyInfo};
 use merge::{TraceRecord, LOST_EVENTS_UNKNOWN};
@@ -244,6 +244,26 @@ impl<'a> TraceIter<'a> {
                 put_hex_field(out, &f.ip.to_le_bytes());
                 put_hex_field(out, &f.parent_ip.to_le_bytes());
             }
+            Entry::CtxSwitch(c) => {
+                // trace_ctxwake_hex(): the state letters, a wake-up's
+                // prev state as `+`.
+                let s = if c.is_wake() {
+                    b'+'
+                } else {
+                    task_index_to_char(c.prev_state) as u8
+                };
+                put_hex_field(out, &c.prev_pid.to_le_bytes());
+                put_hex_field(out, &[c.prev_prio]);
+                put_hex_field(out, &[s]);
+                put_hex_field(out, &c.next_cpu.to_le_bytes());
+                put_hex_field(out, &c.next_pid.to_le_bytes());
+                put_hex_field(out, &[c.next_prio]);
+                // T is an `int` there: four bytes.
+                put_hex_field(
+                    out,
+                    &(task_index_to_char(c.next_state) as i32).to_le_bytes(),
+                );
+            }
             // A trace event has no hex printer (`trace_nop_print`); a type
             // without an event prints nothing here.
             Entry::Event(ev) if crate::trace_events::find_event(ev.ent.type_).is_none() => {}
@@ -269,6 +289,14 @@ impl<'a> TraceIter<'a> {
                 // trace_fn_bin()
                 out.putmem(&f.ip.to_le_bytes());
                 out.putmem(&f.parent_ip.to_le_bytes());
+            }
+            Entry::CtxSwitch(c) => {
+                // trace_ctxwake_bin()
+                out.putmem(&c.prev_pid.to_le_bytes());
+                out.putmem(&[c.prev_prio, c.prev_state]);
+                out.putmem(&c.next_cpu.to_le_bytes());
+                out.putmem(&c.next_pid.to_le_bytes());
+                out.putmem(&[c.next_prio, c.next_state]);
             }
             // As in print_hex: `type: N` for an event, nothing for a type
             // without one.
@@ -391,6 +419,25 @@ impl<'a> TraceIter<'a> {
             }
             Entry::FuncRepeats(r) => {
                 let _ = writeln!(out, "{} {} {} {}", r.ip, r.parent_ip, r.count, r.delta_ts());
+            }
+            Entry::CtxSwitch(c) => {
+                // trace_ctxwake_raw(): a wake-up's prev state prints `+`.
+                let s = if c.is_wake() {
+                    '+'
+                } else {
+                    task_index_to_char(c.prev_state)
+                };
+                let _ = writeln!(
+                    out,
+                    "{} {} {} {} {} {} {}",
+                    c.prev_pid as i32,
+                    c.prev_prio,
+                    s,
+                    c.next_cpu as i32,
+                    c.next_pid as i32,
+                    c.next_prio,
+                    task_index_to_char(c.next_state)
+                );
             }
             Entry::GraphEnt(_) | Entry::GraphRet(_) => {
                 // function_graph's raw printer is the graph printer itself
