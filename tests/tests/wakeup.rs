@@ -131,3 +131,178 @@ fn fifo_tasks_and_the_wakeup_workload() {
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(30)), 0);
 }
+
+/// The first event line of a `trace` file whose text contains `pat`.
+fn line_with<'a>(trace: &'a str, pat: &str) -> &'a str {
+    trace
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.contains(pat))
+        .unwrap_or_else(|| panic!("no line with {pat:?} in\n{trace}"))
+}
+
+/// The µs of a latency-format event line (`comm-pid  CPUflags  TIMEus`).
+fn lat_time_us(line: &str) -> u64 {
+    // `%8.8s-%-7d %3d` + flags, then `%4lldus%c: `.
+    line.split_whitespace()
+        .nth(2)
+        .and_then(|t| t.split("us").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no time in {line:?}"))
+}
+
+fn max_latency(k: &mut Kernel) -> u64 {
+    let v = run(k, &format!("cat {T}/tracing_max_latency"));
+    v.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("tracing_max_latency: {v:?}"))
+}
+
+/// The wakeup_rt and wakeup tracers on the workload: the saved trace is
+/// the wakee's wait, at least the busy time and not wildly more, with the
+/// wake-up (`+ [003]`) and the switch (`==> [003]`) lines and the latency
+/// header of the woken task; normal tasks are ignored; tracing_thresh
+/// records every latency above it; writing 0 resets the maximum.
+#[test]
+fn wakeup_tracers_measure_the_woken_task() {
+    let mut k = Kernel::boot(&[]);
+    let tracers = run(&mut k, &format!("cat {T}/available_tracers"));
+    assert!(tracers.contains("wakeup_rt wakeup "), "{tracers}");
+    run(&mut k, &format!("echo wakeup_rt > {T}/current_tracer"));
+    let opts = run(&mut k, &format!("cat {T}/trace_options"));
+    assert!(
+        opts.lines().any(|l| l == "overwrite") && opts.lines().any(|l| l == "latency-format"),
+        "{opts}"
+    );
+    assert_eq!(max_latency(&mut k), 0);
+
+    // Normal tasks waking each other: nothing to measure.
+    let out = run(&mut k, "work sleep 10");
+    assert!(out.contains(" 0 errors"), "{out}");
+    assert_eq!(max_latency(&mut k), 0);
+
+    // With a threshold every wait above it is kept, the last one wins:
+    // the wakee's, woken last.
+    let busy_us: u64 = 20_000;
+    let slack_us: u64 = 1_000_000;
+    run(&mut k, &format!("echo {busy_us} > {T}/tracing_thresh"));
+    let out = run(&mut k, &format!("wakeup_busy -f 50 {busy_us}"));
+    let wakee_pid = out
+        .split("wakee-")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let lat = max_latency(&mut k);
+    assert!(
+        (busy_us..busy_us + slack_us).contains(&lat),
+        "latency {lat} us for a {busy_us} us busy CPU"
+    );
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    assert!(
+        trace.starts_with("# tracer: wakeup_rt\n#\n# wakeup_rt latency trace v1.1.5 on "),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!("\n# latency: {lat} us, #")),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!(
+            "#    | task: wakee-{wakee_pid} (uid:0 nice:0 policy:1 rt_prio:50)\n"
+        )),
+        "{trace}"
+    );
+    assert!(!trace.contains("started at"), "{trace}");
+    // The wake-up, on the waker's CPU 0, of the wakee (prio 49) queued on
+    // CPU 3; the switch to it there from the busy task, which exited.
+    let wake = line_with(&trace, "   + [003]");
+    assert!(wake.starts_with("   waker-"), "{wake}");
+    assert!(wake.contains(" 0d"), "{wake}");
+    assert!(
+        wake.ends_with(&format!(" {wakee_pid}: 49:R wakee")),
+        "{wake}"
+    );
+    let switch = line_with(&trace, " ==> [003]");
+    assert!(switch.starts_with("    busy-"), "{switch}");
+    assert!(switch.contains(" 3d"), "{switch}");
+    assert!(switch.contains(": 49:X ==> [003] "), "{switch}");
+    assert!(
+        switch.ends_with(&format!(" {wakee_pid}: 49:R wakee")),
+        "{switch}"
+    );
+    assert!(lat_time_us(wake) < 1000, "{wake}");
+    assert!(lat_time_us(switch) >= busy_us, "{switch}");
+    // The scheduler functions that fired the tracepoints, and the stacks.
+    assert!(line_with(&trace, "try_to_wake_up <-").contains("waker-"));
+    assert!(line_with(&trace, "__schedule <-").contains("busy-"));
+    assert_eq!(trace.matches("<stack trace>").count(), 2, "{trace}");
+    run(&mut k, &format!("echo 0 > {T}/tracing_thresh"));
+
+    // Writing 0 resets the maximum; without a threshold only a new
+    // maximum is kept.
+    run(&mut k, &format!("echo 0 > {T}/tracing_max_latency"));
+    assert_eq!(max_latency(&mut k), 0);
+    run(&mut k, &format!("wakeup_busy -f 50 {busy_us}"));
+    let lat = max_latency(&mut k);
+    assert!((busy_us..busy_us + slack_us).contains(&lat), "{lat}");
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    assert!(
+        trace.contains(&format!("\n# latency: {lat} us, #")),
+        "{trace}"
+    );
+    // The maximum never goes down.
+    run(&mut k, "wakeup_busy -f 50 0");
+    assert!(max_latency(&mut k) >= lat);
+
+    // Linux's selftest (ftrace/test.d/tracer/wakeup_rt.tc): a real-time
+    // `sleep` shows its wake-up and its switch-in. The shell's wake-up of
+    // the new task preempts the shell at once.
+    run(&mut k, &format!("echo 0 > {T}/tracing_max_latency"));
+    run(&mut k, "chrt -f 5 sleep 0.1");
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    assert!(trace.contains("#    | task: sleep-"), "{trace}");
+    assert!(trace.contains(" policy:1 rt_prio:5)\n"), "{trace}");
+    line_with(&trace, ": 94:R sleep");
+    assert!(
+        line_with(&trace, "   + [").ends_with(": 94:R sleep"),
+        "{trace}"
+    );
+    assert!(
+        line_with(&trace, " ==> [").ends_with(": 94:R sleep"),
+        "{trace}"
+    );
+
+    // One array at a time (Linux: wakeup_busy).
+    run(&mut k, &format!("mkdir {T}/instances/w"));
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo wakeup > {T}/instances/w/current_tracer")
+        ),
+        "sh: echo: write error: Device or resource busy\n"
+    );
+    assert_eq!(
+        run(&mut k, &format!("cat {T}/instances/w/current_tracer")),
+        "nop\n"
+    );
+    run(&mut k, &format!("rmdir {T}/instances/w"));
+
+    // wakeup: every task more urgent than its waker, so normal ones are
+    // ignored here too, and a real-time wakee is measured.
+    run(&mut k, &format!("echo wakeup > {T}/current_tracer"));
+    assert_eq!(max_latency(&mut k), 0);
+    run(&mut k, "work sleep 10");
+    assert_eq!(max_latency(&mut k), 0);
+    run(&mut k, &format!("wakeup_busy -f 10 {busy_us}"));
+    assert!(max_latency(&mut k) >= busy_us);
+    assert!(run(&mut k, &format!("cat {T}/trace"))
+        .starts_with("# tracer: wakeup\n#\n# wakeup latency trace"));
+
+    // Leaving the tracer restores the options.
+    run(&mut k, &format!("echo nop > {T}/current_tracer"));
+    let opts = run(&mut k, &format!("cat {T}/trace_options"));
+    assert!(opts.lines().any(|l| l == "nolatency-format"), "{opts}");
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(30)), 0);
+}

@@ -259,7 +259,9 @@ fn spawn_inner<F: FnOnce() + Send + 'static>(
     if let Some(parent) = current() {
         events::trace_sched_process_fork(parent.trace_info(), task.trace_info());
     }
-    try_to_wake_up(&task, true);
+    if try_to_wake_up(&task, true) {
+        preempt_check_resched();
+    }
     JoinHandle { task }
 }
 
@@ -308,18 +310,41 @@ fn least_loaded_cpu() -> usize {
 
 /// Makes a blocked task runnable and queues it (Linux: try_to_wake_up).
 pub fn wake_up(task: &Arc<Task>) {
-    try_to_wake_up(task, false);
+    if try_to_wake_up(task, false) {
+        preempt_check_resched();
+    }
+}
+
+/// Switches now if a wake-up on this CPU asked for it and this context
+/// may be preempted (Linux: `preempt_enable()` after the wake-up, with
+/// CONFIG_PREEMPT): interrupts on, preemption on, not in an interrupt.
+/// Any such point is one where a timer interrupt could preempt anyway.
+fn preempt_check_resched() {
+    let this = percpu::this_cpu();
+    if this.need_resched.load(Ordering::Relaxed) != 0
+        && !crate::irqflags::irqs_disabled()
+        && this.preempt_count.load(Ordering::Relaxed) == 0
+        && this.irq_depth.load(Ordering::Relaxed) == 0
+        && this.exception_depth.load(Ordering::Relaxed) == 0
+        && !current_ptr().is_null()
+    {
+        crate::irqflags::without_interrupts(|| __schedule(true));
+    }
 }
 
 /// Wakes `task`; `new` for its first wakeup (Linux: wake_up_new_task).
 /// Linux reports sched_waking and sched_wakeup only for a task that was
-/// sleeping, sched_wakeup_new for a new one.
-fn try_to_wake_up(task: &Arc<Task>, new: bool) {
+/// sleeping, sched_wakeup_new for a new one. Returns true if a real-time
+/// task now preempts the one running on this CPU, which the caller
+/// switches to as soon as it may ([`preempt_check_resched`]); other
+/// wake-ups on this CPU take effect at the next interrupt's exit, as
+/// before priorities.
+fn try_to_wake_up(task: &Arc<Task>, new: bool) -> bool {
     crate::irqflags::without_interrupts(|| {
         let _g = task.pi_lock.lock();
         let state = task.state();
         if state == TaskState::Dead {
-            return;
+            return false;
         }
         let was_blocked = state == TaskState::Blocked;
         if was_blocked {
@@ -332,25 +357,35 @@ fn try_to_wake_up(task: &Arc<Task>, new: bool) {
         // the state changes (Linux: ttwu_runnable).
         let queue = !task.queued.swap(true, Ordering::AcqRel);
         let mut preempt = false;
+        // The events fire under the run queue lock (Linux: ttwu_do_wakeup
+        // under rq->lock), so no CPU switches to the task before the
+        // probes have seen it woken (the wakeup tracers time from here).
+        let report = || {
+            if new {
+                events::trace_sched_wakeup_new(task.trace_info(), cpu as i32);
+            } else if was_blocked {
+                events::trace_sched_wakeup(task.trace_info(), cpu as i32);
+            }
+        };
         if queue {
             let mut rq = RUNQUEUES[cpu].lock();
             rq.enqueue(task.clone(), false);
             preempt = wakeup_preempt(task.prio(), CURR_PRIO[cpu].load(Ordering::Relaxed));
-        }
-        if new {
-            events::trace_sched_wakeup_new(task.trace_info(), cpu as i32);
-        } else if was_blocked {
-            events::trace_sched_wakeup(task.trace_info(), cpu as i32);
+            report();
+        } else {
+            report();
         }
         if !preempt {
-            return;
+            return false;
         }
         if cpu != arch::cpu_id() {
             arch::apic::send_ipi(arch::apic_id(cpu), arch::apic::RESCHEDULE_VECTOR);
+            false
         } else {
             percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
+            task.policy.is_rt()
         }
-    });
+    })
 }
 
 /// Whether a task of `prio` waking on a CPU that runs a task of
@@ -676,7 +711,7 @@ pub fn task_policy(pid: Pid) -> Option<SchedPolicy> {
     if pid == 0 {
         return Some(SchedPolicy::Normal);
     }
-    arch::without_interrupts(|| TASKS.lock().get(&pid).map(|t| t.policy))
+    crate::irqflags::without_interrupts(|| TASKS.lock().get(&pid).map(|t| t.policy))
 }
 
 /// Every task, for `ps` (idle tasks first).

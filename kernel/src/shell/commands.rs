@@ -91,7 +91,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "crash" if args.is_empty() => panic!("crash command typed in the shell"),
         "crash" => crash(args),
         "work" => super::work::run(args, out),
-        "chrt" => super::rt::chrt(args, out),
+        "chrt" => super::rt::chrt(args, out, run_command),
         "wakeup_busy" => super::rt::wakeup_busy(args, out),
         "calltree" => super::work::calltree(args, out),
         "ftrace_check" => {

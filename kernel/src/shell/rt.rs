@@ -33,8 +33,11 @@ fn chrt_usage() {
     println!("Usage: chrt -f PRIO COMMAND [ARG...] | chrt -o 0 COMMAND [ARG...] | chrt -p PID");
 }
 
-/// `chrt` (see the module doc).
-pub fn chrt(args: &[String], out: &mut Output) {
+/// A shell command runner (`commands::run_command`, passed in by it).
+pub type RunCommand = fn(&[String], &mut Output);
+
+/// `chrt` (see the module doc); `run` runs the command.
+pub fn chrt(args: &[String], out: &mut Output, run: RunCommand) {
     match args {
         [p, pid] if p == "-p" => chrt_show(pid, out),
         [flag, prio, cmd @ ..] if !cmd.is_empty() && (flag == "-f" || flag == "-o") => {
@@ -55,15 +58,15 @@ pub fn chrt(args: &[String], out: &mut Output) {
                 );
                 return;
             };
-            run_as(policy, cmd, out);
+            run_as(policy, cmd, out, run);
         }
         _ => chrt_usage(),
     }
 }
 
 /// Runs `argv` in a new task of `policy` and waits for it to end.
-fn run_as(policy: SchedPolicy, argv: &[String], out: &mut Output) {
-    sched::run_as(&argv[0], policy, || super::commands::run_command(argv, out));
+fn run_as(policy: SchedPolicy, argv: &[String], out: &mut Output, run: RunCommand) {
+    sched::run_as(&argv[0], policy, || run(argv, out));
 }
 
 /// `chrt -p PID`: busybox's two lines.

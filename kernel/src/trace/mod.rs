@@ -24,6 +24,7 @@ pub mod selftest;
 pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
+pub mod trace_sched_wakeup;
 pub mod trace_stack;
 pub mod tracepoint_stress;
 pub mod trigger;
@@ -51,6 +52,7 @@ pub fn init() {
         .and_then(|_| snapshot::init())
         .and_then(|_| max_trace::init(&root))
         .and_then(|_| functions::init())
+        .and_then(|_| trace_sched_wakeup::init())
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))
         .and_then(|_| printk::init())

@@ -776,6 +776,25 @@ pub fn set_recording(tr: &TraceArray, on: bool) {
 pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&TraceArray, &tracer::options::OptionChange)> =
     crate::hook::Hook::new();
 
+/// Sets a core option of `tr` from the kernel and applies its side
+/// effects, as a write to `trace_options` would (Linux: `set_tracer_flag`;
+/// the latency tracers force `overwrite` and `latency-format`).
+pub fn set_tracer_flag(tr: &TraceArray, opt: tracer::options::TraceOption, on: bool) {
+    let change = {
+        let mut o = tr.options.lock();
+        let changed = o.has(opt) != on;
+        o.set(opt, on);
+        tracer::options::OptionChange {
+            id: tracer::options::OptionId::Core(opt),
+            enabled: on,
+            changed,
+        }
+    };
+    if change.changed {
+        option_changed(tr, &change);
+    }
+}
+
 /// Applies side effects of an option change (Linux: set_tracer_flag).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
