@@ -25,12 +25,14 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use spin::{Lazy, Mutex};
 use tracer::filter::{FtraceFilter, RegexFile};
-use tracer::stack_trace::{parse_boot_options, stack_filter_command, StackTrace};
+use tracer::stack_trace::{
+    parse_boot_options, stack_filter_command, StackTrace, STACK_TRACE_ENTRIES,
+};
 
 use super::ftrace::{self, recursion, FtraceOps};
 use super::functions::ftrace_regex_open;
 use super::global_ops::RecordNames;
-use crate::arch::ftrace::MCOUNT_INSN_SIZE;
+use crate::arch::ftrace::{FRAME_SET_UP_AT_CALL, MCOUNT_INSN_SIZE};
 use crate::arch::percpu;
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -62,7 +64,7 @@ static FILTER: Lazy<Mutex<FtraceFilter>> = Lazy::new(|| Mutex::new(FtraceFilter:
 
 /// The callback (Linux: stack_trace_call): `local` is the variable whose
 /// address marks how deep the stack is.
-extern "C" fn stack_trace_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {
+extern "C" fn stack_trace_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
@@ -75,16 +77,17 @@ extern "C" fn stack_trace_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps)
         let sp = core::hint::black_box(&local) as *const u64 as u64;
         // The return address into the traced function (Linux:
         // ip += MCOUNT_INSN_SIZE).
-        check_stack(ip + MCOUNT_INSN_SIZE, sp);
+        check_stack(ip + MCOUNT_INSN_SIZE, sp, parent_slot);
     }
     disable.store(n - 1, Ordering::Relaxed);
     recursion::unlock(bit);
 }
 
 /// Linux's check_stack: records the chain if the stack from `sp` up is the
-/// deepest so far.
+/// deepest so far. `parent_slot` holds the traced function's return
+/// address.
 #[inline(never)]
-fn check_stack(ip: u64, sp: u64) {
+fn check_stack(ip: u64, sp: u64, parent_slot: *mut u64) {
     let Some((bottom, top)) = crate::sched::current().and_then(|t| t.stack_range()) else {
         return;
     };
@@ -102,6 +105,17 @@ fn check_stack(ip: u64, sp: u64) {
     }
     let fp = crate::arch::frame_pointer();
     let nwords = ((top - sp) / 8) as usize;
+    // Without the traced function's frame (fentry), the walk misses its
+    // return address: it is added after the ip's entry.
+    let parent = (!FRAME_SET_UP_AT_CALL).then(|| {
+        // SAFETY: ftrace_caller passes the address of the stack slot
+        // holding the traced function's return address.
+        let ret = unsafe { *parent_slot };
+        (
+            ret,
+            super::fgraph::ftrace_graph_ret_addr(&mut 0, ret, parent_slot as u64),
+        )
+    });
     crate::irqflags::without_interrupts(|| {
         let mut st = STACK.lock();
         st.check_stack(
@@ -117,10 +131,18 @@ fn check_stack(ip: u64, sp: u64) {
             },
             |raw, real| {
                 let mut n = 0;
-                crate::arch::traps::walk_frames(fp, raw.len(), |ret, real_ret| {
-                    raw[n] = ret;
-                    real[n] = real_ret;
-                    n += 1;
+                let mut push = |r: u64, re: u64| {
+                    if n < raw.len() {
+                        raw[n] = r;
+                        real[n] = re;
+                        n += 1;
+                    }
+                };
+                crate::arch::traps::walk_frames(fp, STACK_TRACE_ENTRIES, |ret, real_ret| {
+                    push(ret, real_ret);
+                    if let (true, Some((r, re))) = (real_ret == ip, parent) {
+                        push(r, re);
+                    }
                 });
                 n
             },

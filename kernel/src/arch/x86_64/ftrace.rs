@@ -39,6 +39,15 @@ pub const MODE: &str = if cfg!(ktrace_fentry) {
     "mcount"
 };
 
+/// True if the traced function has set up its frame when `ftrace_caller`
+/// runs (mcount: the call comes after the prologue), so that a frame
+/// pointer walk from a callback passes through the traced function's own
+/// return address. With fentry the call is the first instruction: the walk
+/// goes from `ftrace_caller`'s frame straight to the caller's, and the
+/// traced function's return address is only in `parent_slot` (Linux's
+/// fentry trampoline builds a frame for it instead).
+pub const FRAME_SET_UP_AT_CALL: bool = !cfg!(ktrace_fentry);
+
 // `mcount` itself: until sites are patched, a call to it just returns, like
 // Linux's __fentry__ with dynamic ftrace.
 global_asm!(
