@@ -231,6 +231,9 @@ fn report_equals_trace_cmd_report() {
         "init-1     [000]     5.000951: sched_switch:         init:1 [120] S ==> worker:42 [120]\n",
         "worker-42    [000]     5.000952: sched_switch:         worker:42 [120] R ==> init:1 [120]\n",
         "init-1     [000]     5.000953: sched_switch:         init:1 [120] D ==> swapper/0:0 [120]\n",
+        // The wakeup tracers' records, by their print fmt.
+        "init-1     [000]     5.000954: wakeup:               1:120:0  ==+ 42:49:0 [000]\n",
+        "init-1     [000]     5.000955: context_switch:       1:120:1  ==> 42:49:0 [000]\n",
     ] {
         assert!(ours.contains(want), "no {want:?} in\n{ours}");
     }

@@ -24,6 +24,8 @@
 //!   (`0x..`) and `%pS` (no `/0xsize`);
 //! - `func_repeats` prints as `function` does, then
 //!   `(count: N  last_ts: T)`;
+//! - the wakeup tracers' `context_switch` and `wakeup` print their print
+//!   fmt, `prev_pid:prio:state  ==> next_pid:prio:state [cpu]` (`==+`);
 //! - a page whose `commit` carries RB_MISSED_EVENTS starts with
 //!   `CPU:N [EVENTS DROPPED]` (or `[N EVENTS DROPPED]` with the count).
 //!
@@ -354,6 +356,8 @@ fn print_record(
         ("ftrace", "funcgraph_exit") => graph_exit_text(fmt, rec),
         ("ftrace", "print") => print_text(ctx, fmt, rec),
         ("ftrace", "func_repeats") => func_repeats_text(ctx, fmt, rec, opts.parent),
+        ("ftrace", "context_switch") => ctxwake_text(fmt, rec, "==>"),
+        ("ftrace", "wakeup") => ctxwake_text(fmt, rec, "==+"),
         ("sched", "sched_switch") => sched_switch_text(ctx, fmt, rec),
         ("sched", "sched_wakeup" | "sched_wakeup_new") => sched_wakeup_text(ctx, fmt, rec),
         (
@@ -658,6 +662,23 @@ fn sched_wakeup_text(ctx: &mut Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Opti
 /// pointers aside: see [`plain_pointers`]). An event the
 /// tracer does not know (or a format that names it differently) is
 /// `[FAILED TO PARSE]`.
+/// The wakeup tracers' `context_switch` and `wakeup` records, by their
+/// print fmt (`"%u:%u:%u  ==> %u:%u:%u [%03u]"`, `==+` for a wake-up), as
+/// libtraceevent evaluates it: no plugin handles them.
+fn ctxwake_text(fmt: &EventFormat, rec: &Record, delim: &str) -> Option<String> {
+    let f = |name: &str| fmt.num(&rec.data, name);
+    Some(format!(
+        "{}:{}:{}  {delim} {}:{}:{} [{:03}]",
+        f("prev_pid")?,
+        f("prev_prio")?,
+        f("prev_state")?,
+        f("next_pid")?,
+        f("next_prio")?,
+        f("next_state")?,
+        f("next_cpu")?
+    ))
+}
+
 fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
     let call = tracer::trace_events::find_event(fmt.id)?;
     if call.system != fmt.system || call.name != fmt.name || rec.data.len() < call.size {

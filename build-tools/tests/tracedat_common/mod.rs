@@ -133,6 +133,32 @@ pub fn sched_wakeup(waker: i32, woken: (&str, i32), cpu: i32) -> Vec<u8> {
     b
 }
 
+/// A wakeup tracer's `wakeup` (TRACE_WAKE, `wake`) or `context_switch`
+/// (TRACE_CTX) record: `prev` (pid, prio, state index) to `next` on `cpu`.
+pub fn ctx_switch(wake: bool, prev: (u32, u8, u8), next: (u32, u8, u8), cpu: u32) -> Vec<u8> {
+    let type_ = if wake {
+        tracer::entry::TRACE_WAKE
+    } else {
+        tracer::entry::TRACE_CTX
+    };
+    let e = tracer::entry::CtxSwitchEntry {
+        ent: TraceEntry {
+            type_,
+            flags: 1,
+            preempt_count: 0,
+            pid: prev.0 as i32,
+        },
+        prev_pid: prev.0,
+        prev_prio: prev.1,
+        prev_state: prev.2,
+        next_pid: next.0,
+        next_prio: next.1,
+        next_state: next.2,
+        next_cpu: cpu,
+    };
+    tracer::entry::Entry::CtxSwitch(e).to_vec()
+}
+
 /// The kallsyms text, one `addr T name` line per symbol.
 pub fn kallsyms() -> String {
     SYMS.iter()
@@ -232,6 +258,18 @@ pub fn events() -> Vec<(usize, u64, Vec<u8>)> {
         0,
         t0 + 953_000,
         sched_switch(("init", 1), 2, false, ("swapper/0", 0)),
+    ));
+    // The wakeup tracers' records: worker (prio 49) woken by init, then
+    // switched in from init, which is blocked.
+    ev.push((
+        0,
+        t0 + 954_000,
+        ctx_switch(true, (1, 120, 0), (42, 49, 0), 0),
+    ));
+    ev.push((
+        0,
+        t0 + 955_000,
+        ctx_switch(false, (1, 120, 1), (42, 49, 0), 0),
     ));
     ev.sort_by_key(|e| (e.0, e.1));
     ev
