@@ -28,7 +28,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use spin::Mutex;
 pub use tracer::tracepoint::TracepointFunc;
 pub use tracer::tracepoint::TRACEPOINT_DEFAULT_PRIO;
-use tracer::tracepoint::{func_add, func_remove, key_change, KeyChange};
+use tracer::tracepoint::{func_add, func_remove, func_replace, key_change, KeyChange};
 
 use crate::arch::percpu;
 use crate::fs::Errno;
@@ -86,6 +86,25 @@ impl<F: Copy + PartialEq + 'static> Tracepoint<F> {
     /// this (func, data) is not registered.
     pub fn unregister(&'static self, func: F, data: *mut ()) -> Result<(), Errno> {
         self.update(|old| func_remove(old, func, data as usize))
+    }
+
+    /// Replaces the probe (`func`, `data`) by (`new_func`, `new_data`) in
+    /// one published list, so that every call runs exactly one of them;
+    /// the old one is done when this returns (a grace period has passed).
+    /// ENOENT if the old probe is not registered.
+    pub fn replace(
+        &'static self,
+        func: F,
+        data: *mut (),
+        new_func: F,
+        new_data: *mut (),
+    ) -> Result<(), Errno> {
+        let new = TracepointFunc {
+            func: new_func,
+            data: new_data as usize,
+            prio: TRACEPOINT_DEFAULT_PRIO,
+        };
+        self.update(|old| func_replace(old, func, data as usize, new))
     }
 
     /// Replaces the probe list by `edit(old)`: publish, switch the key at

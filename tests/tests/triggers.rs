@@ -392,4 +392,76 @@ fn counts_enable_event_stacktrace_instances_and_errors() {
     // rmdir takes the triggers and their soft modes down.
     assert_eq!(run(&mut k, &format!("rmdir {foo}")), "");
     assert_eq!(run(&mut k, "echo still alive"), "still alive\n");
+
+    // The probe's gate: a filter of one test, or the one-test filter of
+    // a soft-disabled event's only trigger, is decided from the
+    // tracepoint's arguments before the probe runs. A filter changed while
+    // the event is on swaps the gate in one step.
+    let rets = |k: &mut Kernel| -> Vec<String> {
+        run(k, &format!("cat {T}/trace"))
+            .lines()
+            .filter_map(|l| {
+                l.split_once(": shell_command_exit: ret=")
+                    .map(|x| x.1.to_string())
+            })
+            .collect()
+    };
+    assert_eq!(run(&mut k, &format!("echo > {T}/trace")), "");
+    assert_eq!(run(&mut k, &format!("echo 1 > {exit}/enable")), "");
+    assert_eq!(
+        run(&mut k, &format!("echo 'ret == -22' > {exit}/filter")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo bogus > {exit}/trigger")), EINVAL);
+    run(&mut k, "echo kept out");
+    assert_eq!(
+        run(&mut k, &format!("echo 'ret != -22' > {exit}/filter")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo bogus > {exit}/trigger")), EINVAL);
+    assert_eq!(run(&mut k, &format!("echo 0 > {exit}/enable")), "");
+    assert_eq!(run(&mut k, &format!("echo 0 > {exit}/filter")), "");
+    // The enable write (no filter yet), the EINVAL, the second filter
+    // write (its own exit passes the filter it set).
+    assert_eq!(rets(&mut k), ["0", "-22", "0"]);
+    // A trigger's gate drops a hit only while its event is soft-disabled:
+    // enable_event on the entry turns the exit event on from a probe, and
+    // from then on its records are written though the trigger's test
+    // fails.
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo 'traceoff if ret == 12345' > {exit}/trigger")
+        ),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("cat {exit}/enable")), "0*\n");
+    assert_eq!(run(&mut k, &format!("echo > {T}/trace")), "");
+    run(&mut k, "echo not recorded");
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo enable_event:shell:shell_command_exit:1 > {ENTRY}/trigger")
+        ),
+        ""
+    );
+    run(&mut k, "echo recorded");
+    assert_eq!(run(&mut k, &format!("cat {exit}/enable")), "1*\n");
+    assert_eq!(run(&mut k, &format!("cat {T}/tracing_on")), "1\n");
+    // Recorded from the command after the enable_event write on: that
+    // `echo recorded`, the `cat enable` and the `cat tracing_on`.
+    assert_eq!(rets(&mut k), ["0", "0", "0"]);
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo '!enable_event:shell:shell_command_exit' > {ENTRY}/trigger")
+        ),
+        ""
+    );
+    assert_eq!(
+        run(&mut k, &format!("echo '!traceoff' > {exit}/trigger")),
+        ""
+    );
+    assert_eq!(run(&mut k, &format!("echo 0 > {exit}/enable")), "");
+    assert_eq!(run(&mut k, &format!("cat {exit}/enable")), "0\n");
 }

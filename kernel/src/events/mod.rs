@@ -12,7 +12,8 @@
 //! - `#[inline(always)] pub fn trace_NAME(args)`, the call site: a static
 //!   branch, and out of line the loop over the probes;
 //! - `register_trace_NAME(probe, data)`, `register_trace_prio_NAME(probe,
-//!   data, prio)`, `unregister_trace_NAME(probe, data)`, `trace_NAME_enabled()`.
+//!   data, prio)`, `unregister_trace_NAME(probe, data)`,
+//!   `replace_trace_NAME(probe, data, new_probe, new_data)`, `trace_NAME_enabled()`.
 //!
 //! The scheduler, the interrupt path and the allocator call
 //! `crate::events::SYSTEM::trace_NAME(..)` and never import tracing; the
@@ -97,6 +98,17 @@ macro_rules! define_tracepoints {
                 /// Adds `probe` at priority `prio` (higher runs first).
                 pub fn [<register_trace_prio_ $name>](probe: fn(*mut (), $($argty),*), data: *mut (), prio: i32) -> Result<(), $crate::fs::Errno> {
                     [<__TRACEPOINT_ $name>].register_prio(probe, data, prio)
+                }
+
+                /// Replaces `probe` with `data` by `new_probe` with `new_data` in one step
+                /// (every call runs one of them; ENOENT if the first is not registered).
+                pub fn [<replace_trace_ $name>](
+                    probe: fn(*mut (), $($argty),*),
+                    data: *mut (),
+                    new_probe: fn(*mut (), $($argty),*),
+                    new_data: *mut (),
+                ) -> Result<(), $crate::fs::Errno> {
+                    [<__TRACEPOINT_ $name>].replace(probe, data, new_probe, new_data)
                 }
 
                 /// Removes `probe` with `data` (ENOENT if it is not registered).

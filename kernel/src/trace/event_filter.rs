@@ -11,7 +11,10 @@
 //! filter` shows. The FILTERED flag in the file's flags word is set while
 //! a compiled filter is in place; the probe's first test looks at that
 //! word anyway (soft-disable, pid filter), so an unfiltered event pays
-//! nothing more. With FILTERED set the probe goes out of line, builds the
+//! nothing more. A filter of one numeric test of one of the event's fields
+//! is decided before the probe runs, by the gate registered in its place
+//! (`events::event_probe_update`, `tracer::trace_events::gate`). Any other
+//! filter: with FILTERED set the probe goes out of line, builds the
 //! record on its stack (not in the ring buffer: Linux reserves and then
 //! discards; here nothing is reserved for a rejected record), fills the
 //! common header only if the filter reads its flags, preempt count or
@@ -40,7 +43,7 @@ use tracer::event_filter::{
 use tracer::trace_events::set_event::SYSTEM_FILTER_DEFAULT;
 
 use super::error_log::tracing_log_err;
-use super::events::{event_mutex, flags, TraceEventFile};
+use super::events::{event_mutex, event_probe_update, flags, TraceEventFile};
 use super::trace::TraceArray;
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -191,6 +194,7 @@ pub fn apply_event_filter(file: &TraceEventFile, buf: &[u8]) -> Result<(), Errno
             )
         }
     };
+    event_probe_update(&guard, file);
     drop(guard);
     free_after_grace_period(old.into_iter().collect());
     r
@@ -210,11 +214,11 @@ pub fn apply_subsystem_event_filter(
     let w = parse_filter_write(buf)?;
     let guard = event_mutex();
     let mut old = Vec::new();
-    let files = tr.events.files().iter().filter(|f| f.call.system == system);
+    let files = || tr.events.files().iter().filter(|f| f.call.system == system);
     match w {
-        FilterWrite::Clear => old.extend(files.filter_map(clear_filter)),
+        FilterWrite::Clear => old.extend(files().filter_map(clear_filter)),
         FilterWrite::Set(text) => {
-            for file in files {
+            for file in files() {
                 let replaced = match Filter::compile(&text, file.call.fields) {
                     Ok(f) => set_filter(file, text.clone(), Some(f)),
                     Err(_) => {
@@ -227,6 +231,9 @@ pub fn apply_subsystem_event_filter(
                 old.extend(replaced);
             }
         }
+    }
+    for file in files() {
+        event_probe_update(&guard, file);
     }
     drop(guard);
     free_after_grace_period(old);

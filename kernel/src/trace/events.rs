@@ -13,8 +13,18 @@
 //!   `NAME::size(args)` bytes in that array's buffer and fills them with
 //!   `NAME::write` (the record layout comes from the declaration, so it
 //!   cannot disagree with the `format` file);
-//! - the [`EventCall`] `NAME` (upper case), whose `reg` registers and
-//!   unregisters that probe on the tracepoint `crate::events::SYSTEM`.
+//! - the [`EventCall`] `NAME` (upper case), whose `reg` registers,
+//!   replaces and unregisters that probe (or its gate) on the tracepoint
+//!   `crate::events::SYSTEM`.
+//!
+//! What is registered depends on the file's state: when one test of one
+//! field decides the hit (a filter of one predicate; or, on a
+//! soft-disabled event, the filter of its only trigger), it is the event's
+//! gate (`tracer::trace_events::gate`: the field computed from the
+//! arguments and tested, the probe called only if it passes), otherwise
+//! the probe. [`event_probe_update`] recomputes that after every change
+//! of filter, triggers or flags, under the event mutex, and swaps the two
+//! in one step (`Tracepoint::replace`).
 //!
 //! Each trace array (the top level and every instance) has its own
 //! [`TraceEventFile`] per event, in its [`TrEvents`], made by [`init_tr`]
@@ -30,6 +40,7 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use spin::{Mutex, MutexGuard, Once};
+use tracer::event_filter::FieldTest;
 use tracer::trace_events::TraceEventCall;
 
 use tracer::ring_buffer::BUF_PAGE_SIZE;
@@ -69,17 +80,69 @@ pub mod flags {
 /// that registers its probe with a [`TraceEventFile`] as the data.
 pub struct EventCall {
     pub call: &'static TraceEventCall,
-    /// Registers (true) or unregisters (false) the event's probe with
-    /// `file` as its data (Linux: `call->class->reg`).
-    reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
+    /// Registers, replaces or unregisters the event's probe for `file`
+    /// (Linux: `call->class->reg`); see [`RegFn`].
+    reg: RegFn,
+    gate: GateFns,
+}
+
+/// Puts the probe `new` in place of `old` on the event's tracepoint, for
+/// one file: register (`None` to `Some`), replace (one published list:
+/// each call runs one of the two), unregister (`Some` to `None`).
+type RegFn = fn(&TraceEventFile, Option<ProbeSel>, Option<ProbeSel>) -> Result<(), Errno>;
+
+/// Which of an event's probes is meant.
+#[derive(Clone, Copy)]
+pub enum ProbeSel {
+    /// The probe `trace_event_raw_event_NAME`, with the file as its data.
+    Full,
+    /// The event's gate (`tracer::trace_events::gate`), with this gate
+    /// data (made by the event's [`GateFns::new`]).
+    Gate(*mut ()),
+}
+
+/// What a gate tests (see [`wanted_gate`]): a hit whose field fails `test`
+/// is dropped, while the file's flags have every bit of `need`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateSpec {
+    pub test: FieldTest,
+    pub need: u32,
+}
+
+/// Makes and frees an event's gate data (a `ProbeGate` of the event's
+/// probe type, boxed, behind an untyped pointer).
+pub struct GateFns {
+    /// The gate of `spec` in front of `file`'s probe.
+    pub new: fn(&TraceEventFile, &GateSpec) -> *mut (),
+    /// Frees what `new` made.
+    ///
+    /// # Safety
+    /// The pointer came from this event's `new`, is no longer registered
+    /// and no CPU can still be in the gate (a grace period has passed).
+    pub free: unsafe fn(*mut ()),
+}
+
+/// What is registered on the tracepoint for one file.
+enum Probe {
+    Off,
+    Full,
+    /// The gate of this spec, with its data.
+    Gate(GateSpec, *mut ()),
+}
+
+impl Probe {
+    fn sel(&self) -> Option<ProbeSel> {
+        match *self {
+            Probe::Off => None,
+            Probe::Full => Some(ProbeSel::Full),
+            Probe::Gate(_, data) => Some(ProbeSel::Gate(data)),
+        }
+    }
 }
 
 impl EventCall {
-    pub const fn new(
-        call: &'static TraceEventCall,
-        reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
-    ) -> EventCall {
-        EventCall { call, reg }
+    pub const fn new(call: &'static TraceEventCall, reg: RegFn, gate: GateFns) -> EventCall {
+        EventCall { call, reg, gate }
     }
 }
 
@@ -88,7 +151,11 @@ impl EventCall {
 pub struct TraceEventFile {
     pub call: &'static TraceEventCall,
     flags: AtomicU32,
-    reg: fn(&TraceEventFile, bool) -> Result<(), Errno>,
+    reg: RegFn,
+    gate: &'static GateFns,
+    /// What is registered for this file (the probe or its gate); changed
+    /// under the event mutex.
+    probe: Mutex<Probe>,
     /// The trace array that owns this file and whose buffer the probe
     /// writes (Linux: `file->tr`).
     tr: *const TraceArray,
@@ -120,6 +187,11 @@ impl TraceEventFile {
     #[inline(always)]
     pub fn flags(&self) -> u32 {
         self.flags.load(Ordering::Acquire)
+    }
+
+    /// The flags word itself (for a gate, which reads it).
+    pub fn flags_word(&self) -> &AtomicU32 {
+        &self.flags
     }
 
     /// Sets `bits` in the flags (for the pid filter and triggers);
@@ -324,17 +396,61 @@ macro_rules! define_event_probes {
                     })
                 }
 
+                fn [<__gate_new_ $name>](
+                    file: &$crate::trace::events::TraceEventFile,
+                    spec: &$crate::trace::events::GateSpec,
+                ) -> *mut () {
+                    use ::tracer::trace_events::$system::$name::Probe;
+                    let data = file as *const $crate::trace::events::TraceEventFile as *mut ();
+                    // SAFETY: the gate is freed (`__gate_free`) before the
+                    // file: the file's probe state owns it.
+                    let gate = unsafe {
+                        ::tracer::trace_events::gate::ProbeGate::<Probe>::new(
+                            spec.test,
+                            [<trace_event_raw_event_ $name>],
+                            data,
+                            file.flags_word(),
+                            spec.need,
+                        )
+                    };
+                    ::alloc::boxed::Box::into_raw(::alloc::boxed::Box::new(gate)) as *mut ()
+                }
+
+                /// # Safety
+                /// See `GateFns::free`.
+                unsafe fn [<__gate_free_ $name>](data: *mut ()) {
+                    use ::tracer::trace_events::$system::$name::Probe;
+                    // SAFETY: `data` came from Box::into_raw in
+                    // `__gate_new` and nothing uses it any more (the
+                    // caller's contract).
+                    drop(unsafe {
+                        ::alloc::boxed::Box::from_raw(
+                            data as *mut ::tracer::trace_events::gate::ProbeGate<Probe>)
+                    });
+                }
+
                 fn [<__reg_ $name>](
                     file: &$crate::trace::events::TraceEventFile,
-                    on: bool,
+                    old: Option<$crate::trace::events::ProbeSel>,
+                    new: Option<$crate::trace::events::ProbeSel>,
                 ) -> Result<(), $crate::fs::Errno> {
-                    let data = file as *const $crate::trace::events::TraceEventFile as *mut ();
-                    if on {
-                        $crate::events::$system::[<register_trace_ $name>](
-                            [<trace_event_raw_event_ $name>], data)
-                    } else {
-                        $crate::events::$system::[<unregister_trace_ $name>](
-                            [<trace_event_raw_event_ $name>], data)
+                    use $crate::trace::events::ProbeSel;
+                    let pick = |p: ProbeSel| -> (fn(*mut (), $($argty),*), *mut ()) {
+                        match p {
+                            ProbeSel::Full => (
+                                [<trace_event_raw_event_ $name>],
+                                file as *const $crate::trace::events::TraceEventFile as *mut (),
+                            ),
+                            ProbeSel::Gate(data) => (::tracer::trace_events::$system::$name::gate, data),
+                        }
+                    };
+                    match (old.map(pick), new.map(pick)) {
+                        (None, Some((f, d))) => $crate::events::$system::[<register_trace_ $name>](f, d),
+                        (Some((f, d)), None) => $crate::events::$system::[<unregister_trace_ $name>](f, d),
+                        (Some((f, d)), Some((nf, nd))) => {
+                            $crate::events::$system::[<replace_trace_ $name>](f, d, nf, nd)
+                        }
+                        (None, None) => Ok(()),
                     }
                 }
 
@@ -343,6 +459,10 @@ macro_rules! define_event_probes {
                     $crate::trace::events::EventCall::new(
                         &::tracer::trace_events::$system::$name::CALL,
                         [<__reg_ $name>],
+                        $crate::trace::events::GateFns {
+                            new: [<__gate_new_ $name>],
+                            free: [<__gate_free_ $name>],
+                        },
                     );
             )*
 
@@ -412,6 +532,102 @@ impl TrEvents {
     }
 }
 
+/// The gate `file`'s probe should have now, if one (see
+/// `tracer::trace_events::gate`), from its flags, filter and triggers:
+/// with no trigger, a filter that is one field test (a hit it rejects is
+/// dropped whatever else is set); with triggers, a soft-disabled event (no
+/// record is written) whose one trigger has a filter that is one field
+/// test (a hit it rejects fires nothing, while the event stays
+/// soft-disabled: `need`). With the event mutex held.
+fn wanted_gate(file: &TraceEventFile) -> Option<GateSpec> {
+    let f = file.flags();
+    if f & flags::TRIGGER_MODE == 0 {
+        if f & flags::FILTERED == 0 {
+            return None;
+        }
+        let test = *file.filter.prog()?.field_test()?;
+        Some(GateSpec { test, need: 0 })
+    } else if f & flags::SOFT_DISABLED != 0 {
+        let test = super::trigger::single_trigger_field_test(file)?;
+        Some(GateSpec {
+            test,
+            need: flags::SOFT_DISABLED,
+        })
+    } else {
+        None
+    }
+}
+
+impl TraceEventFile {
+    /// The probe that fits the file's state now (see [`wanted_gate`]),
+    /// its gate data made if it is a gate.
+    fn wanted_probe(&self) -> Probe {
+        match wanted_gate(self) {
+            Some(spec) => Probe::Gate(spec, (self.gate.new)(self, &spec)),
+            None => Probe::Full,
+        }
+    }
+
+    /// Frees what `p` holds, once it is off the tracepoint (its
+    /// unregistration or replacement waited for a grace period).
+    fn free_probe(&self, p: Probe) {
+        if let Probe::Gate(_, data) = p {
+            // SAFETY: `data` came from `self.gate.new`, is unregistered,
+            // and a grace period has passed.
+            unsafe { (self.gate.free)(data) };
+        }
+    }
+}
+
+/// Registers `file`'s probe (or its gate: [`wanted_gate`]), or
+/// unregisters whichever is registered. With the event mutex held; on
+/// error nothing has changed.
+fn probe_reg(file: &TraceEventFile, on: bool) -> Result<(), Errno> {
+    let mut cur = file.probe.lock();
+    let new = if on { file.wanted_probe() } else { Probe::Off };
+    match (file.reg)(file, cur.sel(), new.sel()) {
+        Ok(()) => {
+            let old = core::mem::replace(&mut *cur, new);
+            file.free_probe(old);
+            Ok(())
+        }
+        Err(e) => {
+            // Never registered: nothing can be in it.
+            file.free_probe(new);
+            Err(e)
+        }
+    }
+}
+
+/// After a change of `file`'s filter, triggers or flags: if its probe is
+/// registered, puts the gate that now fits (or the plain probe) in place
+/// of the registered one, in one step (the tracepoint's replace), so that
+/// no hit is seen twice or missed. Nothing to do when it did not change.
+pub fn event_probe_update(_guard: &MutexGuard<'static, ()>, file: &TraceEventFile) {
+    let mut cur = file.probe.lock();
+    match (&*cur, wanted_gate(file)) {
+        (Probe::Off, _) | (Probe::Full, None) => return,
+        (Probe::Gate(spec, _), Some(w)) if *spec == w => return,
+        _ => {}
+    }
+    let new = file.wanted_probe();
+    match (file.reg)(file, cur.sel(), new.sel()) {
+        // The replace waited for a grace period after publishing the new
+        // list: nothing runs the old gate any more.
+        Ok(()) => {
+            let old = core::mem::replace(&mut *cur, new);
+            file.free_probe(old);
+        }
+        Err(e) => {
+            file.free_probe(new);
+            println!(
+                "trace events: cannot switch the probe of {}: {e:?}",
+                file.full_name()
+            );
+        }
+    }
+}
+
 /// Serializes enabling and disabling events (Linux: `event_mutex`). Take
 /// it with [`event_mutex`] to apply several changes as one.
 static EVENT_MUTEX: Mutex<()> = Mutex::new(());
@@ -433,23 +649,24 @@ pub fn trace_event_enable_disable(file: &TraceEventFile, enable: bool) -> Result
 /// disabling in soft mode only sets SOFT_DISABLED, otherwise unregisters.
 /// On error nothing has changed.
 pub fn ftrace_event_enable_disable_locked(
-    _guard: &MutexGuard<'static, ()>,
+    guard: &MutexGuard<'static, ()>,
     file: &TraceEventFile,
     enable: bool,
 ) -> Result<(), Errno> {
     let f = file.flags();
     if enable {
         if f & flags::ENABLED == 0 {
-            (file.reg)(file, true)?;
+            probe_reg(file, true)?;
             file.set_flags(flags::ENABLED | flags::WAS_ENABLED);
         }
         file.clear_flags(flags::SOFT_DISABLED);
     } else if f & flags::SOFT_MODE != 0 {
         file.set_flags(flags::SOFT_DISABLED);
     } else if f & flags::ENABLED != 0 {
-        (file.reg)(file, false)?;
+        probe_reg(file, false)?;
         file.clear_flags(flags::ENABLED | flags::SOFT_DISABLED);
     }
+    event_probe_update(guard, file);
     Ok(())
 }
 
@@ -460,7 +677,7 @@ pub fn ftrace_event_enable_disable_locked(
 /// bit; the last leaves SOFT_MODE and unregisters the probe if the event
 /// is still soft-disabled. On error nothing has changed.
 pub fn event_soft_enable_disable_locked(
-    _guard: &MutexGuard<'static, ()>,
+    guard: &MutexGuard<'static, ()>,
     file: &TraceEventFile,
     enable: bool,
 ) -> Result<(), Errno> {
@@ -472,7 +689,7 @@ pub fn event_soft_enable_disable_locked(
         let f = file.flags();
         if f & flags::ENABLED == 0 {
             file.set_flags(flags::SOFT_DISABLED | flags::SOFT_MODE);
-            if let Err(e) = (file.reg)(file, true) {
+            if let Err(e) = probe_reg(file, true) {
                 file.clear_flags(flags::SOFT_DISABLED | flags::SOFT_MODE);
                 return Err(e);
             }
@@ -492,12 +709,13 @@ pub fn event_soft_enable_disable_locked(
         }
         let f = file.flags();
         if f & flags::SOFT_DISABLED != 0 && f & flags::ENABLED != 0 {
-            (file.reg)(file, false)?;
+            probe_reg(file, false)?;
             file.clear_flags(flags::ENABLED);
         }
         file.clear_flags(flags::SOFT_MODE | flags::SOFT_DISABLED);
         file.sm_ref.store(0, Ordering::Relaxed);
     }
+    event_probe_update(guard, file);
     Ok(())
 }
 
@@ -547,6 +765,8 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
                 call: e.call,
                 flags: AtomicU32::new(0),
                 reg: e.reg,
+                gate: &e.gate,
+                probe: Mutex::new(Probe::Off),
                 tr: tr_ptr,
                 sm_ref: AtomicU32::new(0),
                 triggers: super::trigger::EventTriggers::new(),

@@ -35,13 +35,15 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use spin::{Mutex, MutexGuard};
 use tracer::entry::{PRINT_BUF_OFFSET, STACK_CALLER_OFFSET, TRACE_PRINT, TRACE_STACK};
-use tracer::event_filter::{Filter, FilterEnv};
+use tracer::event_filter::{FieldTest, Filter, FilterEnv};
 use tracer::trigger::{
     parse_enable, parse_simple, print_available, print_trigger, split_trigger_write, SimpleCommand,
     TriggerCount, TriggerType, TriggerWrite,
 };
 
-use super::events::{event_mutex, event_soft_enable_disable_locked, flags, TraceEventFile};
+use super::events::{
+    event_mutex, event_probe_update, event_soft_enable_disable_locked, flags, TraceEventFile,
+};
 use super::trace::{self, trace_buffer_write, trace_entry, tracing_gen_ctx_dec, TraceArray};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
@@ -296,6 +298,17 @@ pub fn event_triggers_call(file: &TraceEventFile, rec: Option<&[u8]>) -> u32 {
     tt
 }
 
+/// The filter of `file`'s only trigger as one field test, if it has one
+/// trigger and its filter is one numeric test of one of the event's
+/// fields (for the probe's gate: when that test fails, the trigger does
+/// not fire). With the event mutex held.
+pub fn single_trigger_field_test(file: &TraceEventFile) -> Option<FieldTest> {
+    match file.triggers.current() {
+        [only] => only.filter.as_ref()?.field_test().copied(),
+        _ => None,
+    }
+}
+
 /// Runs the post-triggers noted by [`event_triggers_call`] after the
 /// record is written (Linux: `event_triggers_post_call`).
 pub fn event_triggers_post_call(file: &TraceEventFile, tt: u32) {
@@ -349,6 +362,7 @@ pub fn register_trigger(
         Ok(()) => {
             update_cond_flag(file);
             file.set_flags(flags::TRIGGER_MODE);
+            event_probe_update(guard, file);
             Ok(())
         }
         Err(e) => {
@@ -414,6 +428,7 @@ fn after_removal(guard: &MutexGuard<'static, ()>, file: &TraceEventFile, data: &
         file.clear_flags(flags::TRIGGER_MODE);
         let _ = event_soft_enable_disable_locked(guard, file, false);
     }
+    event_probe_update(guard, file);
     data.ops.free(guard);
 }
 

@@ -51,6 +51,7 @@ use core::fmt::Write;
 use crate::output::config::SymbolResolver;
 use crate::output::seq::TraceSeq;
 
+pub mod gate;
 pub mod irq;
 pub mod irq_vectors;
 pub mod kmem;
@@ -492,6 +493,27 @@ macro_rules! define_event_records {
                         }
                     )*
                     0
+                }
+
+                /// The type of this event's probes (the tracepoint's
+                /// function type: the data, then the arguments).
+                pub type Probe = fn(*mut (), $($argty),*);
+
+                /// The gate in front of this event's probe (see
+                /// `trace_events::gate`): `data` is a
+                /// `ProbeGate<Probe>`; the hit goes on to its probe only
+                /// if its test passes. (A safe function, as every probe:
+                /// the tracepoint's function type.)
+                #[allow(clippy::not_unsafe_ptr_arg_deref)]
+                pub fn gate(data: *mut (), $($arg: $argty),*) {
+                    // SAFETY: the gate is registered on the tracepoint
+                    // only with the address of a ProbeGate<Probe>, which
+                    // is freed only after it was unregistered and no CPU
+                    // can still be in this call.
+                    let g = unsafe { &*(data as *const $crate::trace_events::gate::ProbeGate<Probe>) };
+                    if g.pass(field_bits(g.test.offset, $($arg),*)) {
+                        (g.probe)(g.data, $($arg),*)
+                    }
                 }
 
                 /// Whether the record of these arguments passes `filter`,
