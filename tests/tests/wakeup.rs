@@ -286,6 +286,9 @@ fn wakeup_tracers_measure_the_woken_task() {
         run(&mut k, &format!("cat {T}/instances/w/current_tracer")),
         "nop\n"
     );
+    // Nothing half-applied: the spare it would have needed is not kept.
+    let snap = run(&mut k, &format!("cat {T}/instances/w/snapshot"));
+    assert!(snap.contains("# * Snapshot is freed *"), "{snap}");
     run(&mut k, &format!("rmdir {T}/instances/w"));
 
     // wakeup: every task more urgent than its waker, so normal ones are

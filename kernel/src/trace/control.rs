@@ -173,9 +173,13 @@ pub fn tracing_set_tracer_tr(tr: &TraceArray, name: &str) -> Result<(), Errno> {
     // A latency tracer needs the spare buffer (Linux: the snapshot is
     // armed before the old tracer goes): without memory for it, nothing
     // changes.
+    let had_spare = tr.snapshot.allocated();
     if new.use_max_tr && !old.use_max_tr {
         super::snapshot::tracing_alloc_snapshot_instance(tr)?;
     }
+    // A spare allocated here for `new` goes if `new` cannot start (one
+    // allocated before, by `echo 1 > snapshot`, stays with its events).
+    let armed_here = new.use_max_tr && !old.use_max_tr && !had_spare;
     if let Some(reset) = old.reset {
         reset(tr);
     }
@@ -191,7 +195,8 @@ pub fn tracing_set_tracer_tr(tr: &TraceArray, name: &str) -> Result<(), Errno> {
         // again, `nop` is current, as in Linux.
         if old.init.is_none_or(|init| init(tr).is_ok()) {
             *tr.current_trace.lock() = old;
-        } else if new.use_max_tr && !old.use_max_tr {
+        }
+        if armed_here {
             let _ = super::snapshot::tracing_free_snapshot_instance(tr);
         }
         return Err(e);
