@@ -293,6 +293,142 @@ fn hist_counts_layout_drops_and_commands() {
     assert_eq!(run(&mut k, &format!("cat {EV}/enable")), "0\n");
 
     fields_hist_counts_records(&mut k);
+    named_hist_shares_one_table(&mut k);
+}
+
+/// `name=`: hist triggers of one name on two events count into one table
+/// (sched_wakeup and sched_wakeup_new, one event class): on 4 CPUs the
+/// table's count per worker equals its records of both events; both
+/// events' `hist` show that table; a spec that does not match the name's
+/// table is refused with Linux's error_log entry; pausing one event's
+/// trigger leaves the other counting; the table outlives one removal.
+fn named_hist_shares_one_table(k: &mut Kernel) {
+    const WK: &str = "/tracing/events/sched/sched_wakeup";
+    const WN: &str = "/tracing/events/sched/sched_wakeup_new";
+    const SPEC: &str = "hist:keys=pid:name=wk";
+    assert_eq!(run(k, "echo > /tracing/trace"), "");
+    assert_eq!(run(k, "echo > /tracing/error_log"), "");
+    for ev in [WK, WN] {
+        assert_eq!(run(k, &format!("echo '{SPEC}' > {ev}/trigger")), "");
+        assert_eq!(run(k, &format!("echo 1 > {ev}/enable")), "");
+    }
+    let out = run(k, "work sleep 20");
+    assert!(out.contains(", 0 errors"), "{out}");
+    for ev in [WK, WN] {
+        assert_eq!(run(k, &format!("echo 0 > {ev}/enable")), "");
+    }
+    let trace = run(k, "cat /tracing/trace");
+    let mut records: BTreeMap<u64, u64> = BTreeMap::new();
+    let (mut wakeups, mut news) = (0, 0);
+    for l in trace.lines() {
+        let Some((ev, rest)) = l
+            .split_once(" sched_wakeup: ")
+            .map(|(_, r)| (0, r))
+            .or_else(|| l.split_once(" sched_wakeup_new: ").map(|(_, r)| (1, r)))
+        else {
+            continue;
+        };
+        if !rest.starts_with("comm=work-p") {
+            continue;
+        }
+        let pid = rest
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("pid="))
+            .unwrap()
+            .parse()
+            .unwrap();
+        *records.entry(pid).or_default() += 1;
+        if ev == 0 {
+            wakeups += 1;
+        } else {
+            news += 1;
+        }
+    }
+    assert!(!trace.contains("overrun"));
+    assert!(wakeups > 0 && news >= 8, "{wakeups} {news}");
+    let counts = |hist: &str| -> BTreeMap<u64, u64> {
+        hist.lines()
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w.first() == Some(&"{") && w.get(1) == Some(&"pid:"))
+                    .then(|| (w[2].parse().unwrap(), w[5].parse().unwrap()))
+            })
+            .filter(|(pid, _)| records.contains_key(pid))
+            .collect()
+    };
+    let (h1, h2) = (
+        run(k, &format!("cat {WK}/hist")),
+        run(k, &format!("cat {WN}/hist")),
+    );
+    assert_eq!(counts(&h1), records, "one table for both events:\n{h1}");
+    assert_eq!(counts(&h2), records, "{h2}");
+    assert!(
+        h1.starts_with(
+            "# event histogram\n#\n# trigger info: hist:name=wk:keys=pid:vals=hitcount:sort=hitcount:size=2048 [active]\n"
+        ),
+        "{h1}"
+    );
+
+    // Another spec under that name: refused, logged as Linux does.
+    assert_eq!(
+        run(
+            k,
+            "echo 'hist:keys=prio:name=wk' >> /tracing/events/sched/sched_waking/trigger"
+        ),
+        "sh: echo: write error: Invalid argument\n"
+    );
+    let log: Vec<String> = run(k, "cat /tracing/error_log")
+        .lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(rest) => rest[rest.find("] ").unwrap() + 2..].to_string(),
+            None => l.to_string(),
+        })
+        .collect();
+    assert_eq!(
+        log,
+        [
+            "hist:sched:sched_waking: error: Named hist trigger doesn't match existing named trigger (includes variables)".to_string(),
+            "  Command: hist:keys=prio:name=wk".to_string(),
+            format!("{}^", " ".repeat(11 + 15)),
+        ]
+    );
+    // The same spec twice on one event: EEXIST.
+    assert_eq!(
+        run(k, &format!("echo '{SPEC}' >> {WK}/trigger")),
+        "sh: echo: write error: File exists\n"
+    );
+
+    // Pausing one event's trigger: that one only.
+    assert_eq!(run(k, &format!("echo '{SPEC}:pause' >> {WN}/trigger")), "");
+    assert_eq!(
+        run(k, &format!("cat {WN}/trigger")),
+        "hist:name=wk:keys=pid:vals=hitcount:sort=hitcount:size=2048 [paused]\n"
+    );
+    assert_eq!(
+        run(k, &format!("cat {WK}/trigger")),
+        "hist:name=wk:keys=pid:vals=hitcount:sort=hitcount:size=2048 [active]\n"
+    );
+    // Removed from one event, the table stays with the other.
+    assert_eq!(run(k, &format!("echo '!{SPEC}' >> {WK}/trigger")), "");
+    assert_eq!(run(k, &format!("cat {WK}/hist")), "");
+    assert_eq!(counts(&run(k, &format!("cat {WN}/hist"))), records);
+    assert_eq!(run(k, &format!("echo '!{SPEC}' >> {WN}/trigger")), "");
+    assert_eq!(run(k, &format!("cat {WN}/hist")), "");
+    // The name is free again: a new spec under it is a new table.
+    assert_eq!(
+        run(
+            k,
+            "echo 'hist:keys=prio:name=wk' > /tracing/events/sched/sched_waking/trigger"
+        ),
+        ""
+    );
+    assert_eq!(
+        run(
+            k,
+            "echo '!hist:keys=prio:name=wk' >> /tracing/events/sched/sched_waking/trigger"
+        ),
+        ""
+    );
 }
 
 /// A lone hist trigger whose key and values are fields of the event's own

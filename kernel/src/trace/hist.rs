@@ -14,10 +14,16 @@
 //!
 //! `cat events/SYSTEM/EVENT/hist` prints every hist trigger's table in
 //! Linux's layout (`tracer::hist::show`).
+//!
+//! `name=NAME` (Linux's named triggers): the first trigger of a name makes
+//! its table and lists it in [`NAMED`]; a later trigger of that name, on
+//! any event of any trace array, must have a matching spec and then counts
+//! into the same table. Each event's trigger keeps its own filter and
+//! paused flag; `:clear` pauses the table itself while it empties it.
 
 use alloc::boxed::Box;
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,9 +42,25 @@ use super::trigger::{
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ};
 use crate::fs::{Errno, OpenFile};
 
-/// A hist trigger's action and text.
+/// A hist trigger's action and text. Triggers of one `name=` share one
+/// `HistTrigger` (its table) across events.
 struct HistOps {
-    hist: HistTrigger,
+    hist: Arc<HistTrigger>,
+}
+
+/// The named hist triggers' tables, by the name in their spec (Linux:
+/// `named_triggers`, global to every trace array). A table lives while a
+/// trigger holds it; the entries are weak. Changed under the event mutex.
+static NAMED: spin::Mutex<Vec<Weak<HistTrigger>>> = spin::Mutex::new(Vec::new());
+
+/// The live table named `name` (Linux: `find_named_trigger`).
+fn find_named(name: &str) -> Option<Arc<HistTrigger>> {
+    let mut named = NAMED.lock();
+    named.retain(|w| w.strong_count() > 0);
+    named
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|h| h.spec.name.as_deref() == Some(name))
 }
 
 impl TriggerOps for HistOps {
@@ -60,8 +82,13 @@ impl TriggerOps for HistOps {
         self.hist.update(rec, &ctx);
     }
 
-    fn print(&self, _data: &EventTriggerData, out: &mut String) {
-        hist::print(out, &self.hist);
+    fn print(&self, data: &EventTriggerData, out: &mut String) {
+        hist::print_as(
+            out,
+            &self.hist,
+            data.filter_str.as_deref(),
+            data.paused.load(Ordering::Relaxed),
+        );
     }
 
     fn hist(&self) -> Option<&HistTrigger> {
@@ -79,21 +106,25 @@ fn event_info(file: &TraceEventFile) -> EventInfo<'static> {
 }
 
 /// Pauses or continues a trigger: the probe's flag and the printed state.
+/// A named trigger's table is shared, so only this event's trigger flag
+/// changes (Linux: `test->paused`); an unnamed one's table flag follows
+/// it (the probe's fields hist reads that one).
 fn set_paused(data: &EventTriggerData, h: &HistTrigger, p: bool) {
     data.paused.store(p, Ordering::SeqCst);
-    h.set_paused(p);
+    if h.spec.name.is_none() {
+        h.set_paused(p);
+    }
 }
 
-/// `:clear` (Linux: `hist_clear()`): pause, wait until no probe can still
-/// be counting, empty the map, continue as before.
-fn hist_clear(data: &EventTriggerData, h: &HistTrigger) {
-    // Both flags: the probe that counts from the arguments reads only the
-    // trigger's own (HistTrigger::update_fields).
-    let was = data.paused.load(Ordering::SeqCst);
-    set_paused(data, h, true);
+/// `:clear` (Linux: `hist_clear()`, `pause_named_trigger`): pause the
+/// table (every event that shares it), wait until no probe can still be
+/// counting, empty the map, continue as before.
+fn hist_clear(h: &HistTrigger) {
+    let was = h.paused();
+    h.set_paused(true);
     crate::rcu::synchronize_sched();
     h.clear();
-    set_paused(data, h, was);
+    h.set_paused(was);
 }
 
 /// Logs a refused hist command in the trace array's `error_log` when
@@ -130,6 +161,16 @@ fn hist_parse(
         .as_deref()
         .map(|text| Filter::compile(text, file.call.fields).map_err(|e| e.errno))
         .transpose()?;
+    // A name already in use: share its table if the spec matches it
+    // (Linux: hist_register_trigger's named_data).
+    let named = match hc.spec.name.as_deref() {
+        Some(name) if !w.remove => match find_named(name) {
+            Some(h) if hc.spec.named_match(&h.spec) => Some(h),
+            Some(_) => return Err(hist_err(file, param, hist::named_mismatch(param, name))),
+            None => None,
+        },
+        _ => None,
+    };
     let existing = super::trigger::triggers_of(file, guard);
     let hists: Vec<(&Arc<EventTriggerData>, &HistTrigger)> = existing
         .iter()
@@ -156,24 +197,38 @@ fn hist_parse(
             } else if cont {
                 set_paused(data, h, false);
             } else if clear {
-                hist_clear(data, h);
+                hist_clear(h);
             }
             Ok(())
         }
         Register::Install { paused } => {
-            let h = HistTrigger::new(hc.spec, paused)?;
+            let filter_str = hc.spec.filter.clone();
+            let (h, new_name) = match named {
+                Some(h) => (h, false),
+                None => {
+                    let named = hc.spec.name.is_some();
+                    // A named table starts active: each event's trigger
+                    // pauses on its own.
+                    let h = HistTrigger::new(hc.spec, paused && !named)?;
+                    (Arc::new(h), named)
+                }
+            };
             if h.uses_timestamps() {
                 file.tr().set_trace_clock(&h.spec.clock)?;
             }
             let data = EventTriggerData {
                 cmd,
                 count: TriggerCount::new(TriggerCount::UNLIMITED),
-                filter_str: h.spec.filter.clone(),
+                filter_str,
                 filter,
                 paused: AtomicBool::new(paused),
-                ops: Box::new(HistOps { hist: h }),
+                ops: Box::new(HistOps { hist: h.clone() }),
             };
-            register_trigger(guard, file, data)
+            register_trigger(guard, file, data)?;
+            if new_name {
+                NAMED.lock().push(Arc::downgrade(&h));
+            }
+            Ok(())
         }
     }
 }
@@ -204,9 +259,12 @@ pub fn hist_text(file: &TraceEventFile) -> String {
     let guard = event_mutex();
     let mut out = String::new();
     let list = super::trigger::triggers_of(file, &guard);
-    hist::show(
+    hist::show_as(
         &mut out,
-        list.iter().filter_map(|d| d.ops.hist()),
+        list.iter().filter_map(|d| {
+            let h = d.ops.hist()?;
+            Some((h, d.filter_str.as_deref(), d.paused.load(Ordering::Relaxed)))
+        }),
         &KernelSymbols,
     );
     out

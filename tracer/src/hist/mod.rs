@@ -35,7 +35,7 @@ use crate::tracing_map::{TracingMap, MAP_BITS_DEFAULT, MAP_BITS_MAX, MAP_BITS_MI
 mod print;
 pub mod sort;
 
-pub use print::{print, show, show_one};
+pub use print::{print, print_as, show, show_as, show_one};
 
 /// Field modifier flags (`HIST_FIELD_FL_*`).
 pub mod flags {
@@ -282,6 +282,39 @@ impl HistSpec {
     }
 }
 
+impl HistSpec {
+    /// Whether a trigger of this spec may share the table of the existing
+    /// named trigger `named` (Linux: `hist_trigger_match(.., named_data,
+    /// ignore_filter)`): the same keys and values, each the same field
+    /// (name, place, size, signedness) with the same modifiers, and the same
+    /// sort keys. The filter, size and clock do not count.
+    pub fn named_match(&self, named: &HistSpec) -> bool {
+        let same = |a: &[HistField], b: &[HistField]| {
+            a.len() == b.len()
+                && a.iter().zip(b).all(|(x, y)| {
+                    x.name == y.name
+                        && x.flags == y.flags
+                        && x.buckets == y.buckets
+                        && x.src == y.src
+                })
+        };
+        same(&self.keys, &named.keys) && same(&self.vals, &named.vals) && self.sort == named.sort
+    }
+}
+
+/// The error of a `name=` trigger that does not match the existing trigger
+/// of that name (Linux: `HIST_ERR_NAMED_MISMATCH` at `errpos(name)`: the
+/// caret under `name=NAME` in the command).
+pub fn named_mismatch(param: &str, name: &str) -> HistError {
+    let cmd = HistError::cmd(param);
+    let mut token = String::from("name=");
+    token.push_str(name);
+    HistError {
+        errno: Errno::EINVAL,
+        log: Some((err::NAMED_MISMATCH, cmd.find(&token).unwrap_or(0))),
+    }
+}
+
 /// A `hist:` write: the spec and what to do with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistCommand {
@@ -323,6 +356,8 @@ pub mod err {
     pub const INVALID_SORT_FIELD: &str = "Sort field must be a key or a val";
     pub const TRIGGER_EEXIST: &str = "Hist trigger already exists";
     pub const TRIGGER_ENOENT_CLEAR: &str = "Can't clear or continue a nonexistent hist trigger";
+    pub const NAMED_MISMATCH: &str =
+        "Named hist trigger doesn't match existing named trigger (includes variables)";
 }
 
 /// Builds errors whose caret is at the first occurrence of a token in the
@@ -688,7 +723,10 @@ impl HistTrigger {
                 .chain(spec.vals.iter())
                 .any(|f| matches!(f.src, Source::Timestamp | Source::Cpu));
         // Fields of the event's own start after the 8-byte common header.
+        // A named trigger's table is shared with triggers on other events,
+        // each pausing on its own: the probe's trigger flag decides there.
         let fields_only = simple_key
+            && spec.name.is_none()
             && spec
                 .keys
                 .iter()

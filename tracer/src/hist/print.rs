@@ -37,6 +37,13 @@ fn field(out: &mut String, f: &HistField) {
 /// The trigger's line in `cat trigger` and in the hist header, with its
 /// newline.
 pub fn print(out: &mut String, t: &HistTrigger) {
+    print_as(out, t, t.spec.filter.as_deref(), t.paused());
+}
+
+/// [`print`] of one event's use of a trigger whose table may be shared
+/// (`name=`): that event's filter and paused state (Linux prints the
+/// trigger data's `filter_str` and `paused`).
+pub fn print_as(out: &mut String, t: &HistTrigger, filter: Option<&str>, paused: bool) {
     let s = &t.spec;
     out.push_str("hist:");
     if let Some(n) = &s.name {
@@ -72,10 +79,10 @@ pub fn print(out: &mut String, t: &HistTrigger) {
     if s.timestamps() {
         let _ = write!(out, ":clock={}", s.clock);
     }
-    if let Some(f) = &s.filter {
+    if let Some(f) = filter {
         let _ = write!(out, " if {}", f);
     }
-    out.push_str(if t.paused() { " [paused]" } else { " [active]" });
+    out.push_str(if paused { " [paused]" } else { " [active]" });
     out.push('\n');
 }
 
@@ -246,8 +253,18 @@ fn sorted<'a>(t: &'a HistTrigger) -> Vec<Elt<'a>> {
 /// One trigger's block of `cat hist` (`hist_trigger_show()` without the
 /// separator).
 pub fn show_one(out: &mut String, t: &HistTrigger, syms: &dyn SymbolResolver) {
+    show_one_as(out, t, t.spec.filter.as_deref(), t.paused(), syms);
+}
+
+fn show_one_as(
+    out: &mut String,
+    t: &HistTrigger,
+    filter: Option<&str>,
+    paused: bool,
+    syms: &dyn SymbolResolver,
+) {
     out.push_str("# event histogram\n#\n# trigger info: ");
-    print(out, t);
+    print_as(out, t, filter, paused);
     out.push_str("#\n\n");
     let entries = sorted(t);
     for e in &entries {
@@ -274,5 +291,20 @@ pub fn show<'a>(
             out.push_str("\n\n");
         }
         show_one(out, t, syms);
+    }
+}
+
+/// [`show`] of one event's triggers, each with that event's filter and
+/// paused state (see [`print_as`]).
+pub fn show_as<'a>(
+    out: &mut String,
+    triggers: impl IntoIterator<Item = (&'a HistTrigger, Option<&'a str>, bool)>,
+    syms: &dyn SymbolResolver,
+) {
+    for (n, (t, filter, paused)) in triggers.into_iter().enumerate() {
+        if n > 0 {
+            out.push_str("\n\n");
+        }
+        show_one_as(out, t, filter, paused, syms);
     }
 }

@@ -700,3 +700,39 @@ mod fields_prop {
         }
     }
 }
+
+#[test]
+fn named_triggers_match_like_linux() {
+    let ss = EventInfo {
+        system: "sched",
+        name: "sched_switch",
+        fields: crate::trace_events::sched::sched_switch::FIELDS,
+    };
+    let spec = |text: &str, ev: &EventInfo<'_>| parse(text, ev).unwrap().spec;
+    let named = spec("keys=call_site.hex:vals=bytes_req:name=a", &kmalloc_ev());
+    // The same fields and sort, another filter or size: shares the table.
+    assert!(spec(
+        "keys=call_site.hex:vals=bytes_req:name=a:size=256 if ptr == 0",
+        &kmalloc_ev()
+    )
+    .named_match(&named));
+    // Another modifier, field, value or sort: does not (Linux 6.1 logs
+    // HIST_ERR_NAMED_MISMATCH for keys=next_pid against keys=prev_pid).
+    for other in [
+        "keys=call_site:vals=bytes_req:name=a",
+        "keys=ptr.hex:vals=bytes_req:name=a",
+        "keys=call_site.hex:name=a",
+        "keys=call_site.hex:vals=bytes_req:sort=bytes_req:name=a",
+    ] {
+        assert!(!spec(other, &kmalloc_ev()).named_match(&named), "{other}");
+    }
+    assert!(!spec("keys=next_pid:name=foo", &ss).named_match(&spec("keys=prev_pid:name=foo", &ss)));
+    // Linux's caret: under `name=NAME`.
+    let e = named_mismatch("keys=next_pid:name=foo", "foo");
+    assert_eq!(e.errno, Errno::EINVAL);
+    assert_eq!(e.log, Some((err::NAMED_MISMATCH, 19)));
+    // A named table starts active and is never counted from the
+    // arguments (each event pauses its own trigger).
+    let t = HistTrigger::new(spec("keys=prev_pid:name=foo", &ss), false).unwrap();
+    assert!(!t.fields_only());
+}
