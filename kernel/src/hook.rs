@@ -14,8 +14,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fs::Errno;
 
-/// Probes one hook can hold.
-pub const MAX_PROBES: usize = 4;
+/// Probes one hook can hold (the option-change hook has the function,
+/// function_graph, event-pid, snapshot and latency tracers' probes).
+pub const MAX_PROBES: usize = 8;
 
 /// The registered probes of one event. `F` is the probe's `fn` type, e.g.
 /// `fn(&Task, &Task)`.

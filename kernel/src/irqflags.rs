@@ -147,6 +147,18 @@ fn return_address_of(fp: u64) -> u64 {
     unsafe { core::ptr::read_volatile((fp + 8) as *const u64) }
 }
 
+/// Runs `f` unless this CPU is already reporting, with interrupts as
+/// they are: a preemption report, whose probes look at the interrupt flag
+/// (an interrupt arriving meanwhile reports nothing).
+#[inline(always)]
+fn report_preempt(f: impl FnOnce()) {
+    let cpu = crate::arch::cpu_id();
+    if !IN_REPORT[cpu].swap(true, Ordering::Relaxed) {
+        f();
+        IN_REPORT[cpu].store(false, Ordering::Relaxed);
+    }
+}
+
 /// Runs `f` with interrupts off unless this CPU is already reporting.
 #[inline(always)]
 fn report(f: impl FnOnce(usize)) {
@@ -240,7 +252,7 @@ pub fn trace_preempt_on() {
 extern "C" fn trace_preempt_off_caller(_: u64, ip: u64, fp: u64) {
     if percpu::this_cpu_preempt_count() == 1 && percpu::this_cpu_irq_exception_depth() == 0 {
         let parent = return_address_of(fp);
-        report(|_| tp::trace_preempt_disable(ip, parent));
+        report_preempt(|| tp::trace_preempt_disable(ip, parent));
     }
 }
 
@@ -249,6 +261,6 @@ extern "C" fn trace_preempt_off_caller(_: u64, ip: u64, fp: u64) {
 extern "C" fn trace_preempt_on_caller(_: u64, ip: u64, fp: u64) {
     if percpu::this_cpu_preempt_count() == 1 && percpu::this_cpu_irq_exception_depth() == 0 {
         let parent = return_address_of(fp);
-        report(|_| tp::trace_preempt_enable(ip, parent));
+        report_preempt(|| tp::trace_preempt_enable(ip, parent));
     }
 }

@@ -1,7 +1,18 @@
-//! QEMU tests of the latency tracers' common files (Linux: trace.c under
-//! CONFIG_TRACER_MAX_TRACE): `tracing_max_latency` in every trace array
-//! and `tracing_thresh` at the top, both in µs, with Linux 6.1's errors
-//! (a sign or text: EINVAL, more than 64 bits: ERANGE, nothing changed).
+//! QEMU tests of the latency tracers (Linux: trace_irqsoff.c, and trace.c
+//! under CONFIG_TRACER_MAX_TRACE):
+//! - `tracing_max_latency` in every trace array and `tracing_thresh` at the
+//!   top, both in µs, with Linux's errors (a sign or text: EINVAL, more
+//!   than 64 bits: ERANGE, nothing changed);
+//! - irqsoff, preemptoff and preemptirqsoff on the shell's `latency`
+//!   workloads: after a spin of N µs the maximum is at least N (and not
+//!   wildly more: the host may deschedule a virtual CPU, so the bound is
+//!   generous), `trace` shows the spare buffer with the latency header
+//!   naming the spinning function at `started at:` / `ended at:`, the
+//!   functions called inside the section (`function-trace`) and a stack
+//!   trace; a shorter section does not replace it, writing 0 resets it,
+//!   `tracing_thresh` keeps every section above it even when shorter than
+//!   the maximum; the forced options and their restoration, EBUSY for the
+//!   snapshot files and a second array, EINVAL for clearing `overwrite`.
 
 use std::time::Duration;
 
@@ -63,6 +74,300 @@ fn max_latency_and_thresh_files() {
     assert_eq!(run(&mut k, &format!("echo 0 > {T}/tracing_thresh")), "");
     assert!(run(&mut k, &format!("ls {T}/instances/foo/tracing_thresh")).contains("No such file"));
 
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}
+
+/// The number after `# latency: ` in the latency header.
+fn header_latency(trace: &str) -> u64 {
+    let l = trace
+        .lines()
+        .find(|l| l.starts_with("# latency: "))
+        .unwrap_or_else(|| panic!("no latency line in\n{trace}"));
+    l["# latency: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn max_latency(k: &mut Kernel) -> u64 {
+    run(k, &format!("cat {T}/tracing_max_latency"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A spin of `us` µs gave a maximum of at least `us` and at most what a
+/// busy host can add to it.
+fn assert_near(got: u64, us: u64) {
+    assert!(
+        got >= us && got < us * 5 + 100_000,
+        "a spin of {us} us gave {got}"
+    );
+}
+
+const SHELL: &str = "kernel::shell::latency";
+
+#[test]
+fn irqsoff_and_preemptoff_keep_the_longest_section() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(run(&mut k, &format!("cd {T}")), "");
+    let tracers = run(&mut k, "cat available_tracers");
+    for t in ["irqsoff", "preemptoff", "preemptirqsoff"] {
+        assert!(tracers.split_whitespace().any(|w| w == t), "{tracers}");
+    }
+    for (opt, v) in [
+        ("latency-format", "0"),
+        ("pause-on-trace", "0"),
+        ("overwrite", "1"),
+        ("function-trace", "1"),
+    ] {
+        assert_eq!(run(&mut k, &format!("cat options/{opt}")), format!("{v}\n"));
+    }
+    assert_eq!(run(&mut k, "echo 123 > tracing_max_latency"), "");
+    // (Made first: allocating its buffers keeps interrupts off for long.)
+    assert_eq!(run(&mut k, "mkdir instances/foo"), "");
+
+    // irqsoff forces its options (and resets the maximum, which the
+    // interrupts' own short sections then raise at once).
+    assert_eq!(run(&mut k, "echo irqsoff > current_tracer"), "");
+    for opt in ["latency-format", "pause-on-trace", "overwrite"] {
+        assert_eq!(run(&mut k, &format!("cat options/{opt}")), "1\n", "{opt}");
+    }
+    // overwrite cannot be cleared meanwhile, and the spare buffer is the
+    // tracer's.
+    assert_eq!(run(&mut k, "echo 0 > options/overwrite"), EINVAL);
+    assert_eq!(run(&mut k, "echo nooverwrite > trace_options"), EINVAL);
+    assert_eq!(run(&mut k, "cat options/overwrite"), "1\n");
+    let ebusy = "sh: echo: write error: Device or resource busy\n";
+    assert_eq!(run(&mut k, "echo 1 > snapshot"), ebusy);
+    assert!(run(&mut k, "cat snapshot").contains("Device or resource busy"));
+    assert_eq!(
+        run(&mut k, "echo preemptoff > instances/foo/current_tracer"),
+        ebusy
+    );
+    assert_eq!(run(&mut k, "cat instances/foo/current_tracer"), "nop\n");
+
+    // A spin of 20 ms with interrupts off.
+    let us = 20_000;
+    assert_eq!(run(&mut k, "echo 0 > tracing_max_latency"), "");
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let max = max_latency(&mut k);
+    assert_near(max, us);
+    let trace = run(&mut k, "cat trace");
+    let lines: Vec<&str> = trace.lines().collect();
+    assert_eq!(lines[0], "# tracer: irqsoff", "{trace}");
+    assert!(
+        lines[2].starts_with("# irqsoff latency trace v1.1.5 on "),
+        "{trace}"
+    );
+    assert_eq!(header_latency(&trace), max, "{trace}");
+    assert!(lines[6].starts_with("#    | task: sh-"), "{trace}");
+    assert_eq!(
+        lines[8],
+        format!("#  => started at: {SHELL}::latency_spin_irqsoff")
+    );
+    assert_eq!(
+        lines[9],
+        format!("#  => ended at:   {SHELL}::latency_spin_irqsoff")
+    );
+    // The events: the start at 0 µs (time is counted from the start), the
+    // functions inside, the stop, the stack trace.
+    let events: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with('#'))
+        .collect();
+    let start = format!(" 0d....    0us");
+    assert!(events[0].contains(&start), "{trace}");
+    assert!(
+        events[0].ends_with(&format!(
+            ": {SHELL}::irqsoff_section <-{SHELL}::latency_spin_irqsoff"
+        )),
+        "{trace}"
+    );
+    assert!(
+        events.iter().any(|l| l.ends_with(&format!(
+            ": {SHELL}::latency_spin_step <-{SHELL}::irqsoff_section"
+        ))),
+        "{trace}"
+    );
+    assert!(
+        events.iter().any(|l| l.ends_with(&format!(
+            "tracer_hardirqs_on <-{SHELL}::latency_spin_irqsoff"
+        ))),
+        "{trace}"
+    );
+    let stack = events
+        .iter()
+        .position(|l| l.ends_with(": <stack trace>"))
+        .unwrap();
+    assert_eq!(events[stack + 1], format!(" => {SHELL}::irqsoff_section"));
+    assert_eq!(
+        events[stack + 2],
+        format!(" => {SHELL}::latency_spin_irqsoff")
+    );
+
+    // A shorter section is not a new maximum: the trace stays.
+    assert_eq!(run(&mut k, "latency irqsoff 1000"), "");
+    assert_eq!(max_latency(&mut k), max);
+    assert_eq!(header_latency(&run(&mut k, "cat trace")), max);
+
+    // Without function-trace only the start, the stop and the stack.
+    assert_eq!(run(&mut k, "echo 0 > options/function-trace"), "");
+    assert_eq!(run(&mut k, "echo 0 > tracing_max_latency"), "");
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let trace = run(&mut k, "cat trace");
+    assert!(!trace.contains("latency_spin_step"), "{trace}");
+    assert!(trace.contains("#4/4, CPU#"), "{trace}");
+    assert_eq!(run(&mut k, "echo 1 > options/function-trace"), "");
+
+    // preemptoff: the tracer switch keeps the forced options on and
+    // starts from 0; interrupts are on in the section (the `d` column).
+    assert_eq!(run(&mut k, "echo preemptoff > current_tracer"), "");
+    assert_eq!(run(&mut k, "cat tracing_max_latency"), "0\n");
+    assert_eq!(run(&mut k, &format!("latency preemptoff {us}")), "");
+    let max = max_latency(&mut k);
+    assert_near(max, us);
+    let trace = run(&mut k, "cat trace");
+    assert!(
+        trace.contains("# preemptoff latency trace v1.1.5"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!(
+            "#  => started at: {SHELL}::latency_spin_preemptoff\n"
+        )),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!(
+            "#  => ended at:   {SHELL}::latency_spin_preemptoff\n"
+        )),
+        "{trace}"
+    );
+    let first = trace.lines().find(|l| !l.starts_with('#')).unwrap();
+    assert!(
+        first.contains(&format!(
+            ": {SHELL}::preemptoff_section <-{SHELL}::latency_spin_preemptoff"
+        )),
+        "{trace}"
+    );
+    assert_eq!(&first[20..21], ".", "interrupts were on: {first}");
+    assert_eq!(&first[23..24], "1", "preempt depth 1: {first}");
+
+    // tracing_thresh: every section above it is kept, even one shorter
+    // than the maximum (no other code here keeps preemption off that long).
+    assert_eq!(run(&mut k, "echo 10000 > tracing_thresh"), "");
+    assert_eq!(run(&mut k, "latency preemptoff 40000"), "");
+    assert_near(max_latency(&mut k), 40_000);
+    assert_eq!(run(&mut k, "latency preemptoff 15000"), "");
+    let shorter = max_latency(&mut k);
+    assert!((15_000..40_000).contains(&shorter), "{shorter}");
+    assert_eq!(header_latency(&run(&mut k, "cat trace")), shorter);
+    // Below the threshold: nothing kept.
+    assert_eq!(run(&mut k, "latency preemptoff 2000"), "");
+    assert_eq!(max_latency(&mut k), shorter);
+    assert_eq!(run(&mut k, "echo 0 > tracing_thresh"), "");
+
+    // preemptirqsoff: a preemption-off section counts.
+    assert_eq!(run(&mut k, "echo preemptirqsoff > current_tracer"), "");
+    assert_eq!(run(&mut k, &format!("latency preemptoff {us}")), "");
+    let trace = run(&mut k, "cat trace");
+    assert!(
+        trace.contains("# preemptirqsoff latency trace v1.1.5"),
+        "{trace}"
+    );
+    assert!(max_latency(&mut k) >= us);
+
+    // Back to nop: the options as they were, the spare given back, the
+    // snapshot file usable again, the instance free to use the tracer.
+    assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
+    for (opt, v) in [
+        ("latency-format", "0"),
+        ("pause-on-trace", "0"),
+        ("overwrite", "1"),
+    ] {
+        assert_eq!(
+            run(&mut k, &format!("cat options/{opt}")),
+            format!("{v}\n"),
+            "{opt}"
+        );
+    }
+    assert!(run(&mut k, "cat snapshot").contains("# * Snapshot is freed *"));
+    assert_eq!(
+        run(&mut k, "echo irqsoff > instances/foo/current_tracer"),
+        ""
+    );
+    assert_eq!(run(&mut k, "latency irqsoff 5000"), "");
+    assert!(max_latency_of(&mut k, "instances/foo") >= 5000);
+    assert_eq!(run(&mut k, "echo nop > instances/foo/current_tracer"), "");
+    assert_eq!(run(&mut k, "rmdir instances/foo"), "");
+
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}
+
+fn max_latency_of(k: &mut Kernel, dir: &str) -> u64 {
+    run(k, &format!("cat {dir}/tracing_max_latency"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `N jmp` of a `jump_label_check` line: the static-key sites turned on.
+fn jmp_sites(k: &mut Kernel) -> String {
+    let l = run(k, "jump_label_check");
+    assert!(l.contains(" 0 bad,"), "{l}");
+    l.split(", ")
+        .find(|p| p.ends_with(" jmp"))
+        .unwrap()
+        .to_string()
+}
+
+/// The latency tracers, `function` and `nop` switched over and over while
+/// every CPU of 4 runs the compute load and the spins: no fault, the
+/// results right, and back at `nop` every static key and every ftrace site
+/// as at boot (no probe left on a preemptirq tracepoint, no ops left).
+#[test]
+fn switching_tracers_under_load_leaves_nothing_behind() {
+    let mut k = Kernel::boot(&["--smp", "4"]);
+    assert_eq!(run(&mut k, &format!("cd {T}")), "");
+    let keys = jmp_sites(&mut k);
+    let reference = run(&mut k, "work compute 20");
+    assert!(
+        reference.starts_with("work compute: 4 cpus x 20 iterations, result "),
+        "{reference}"
+    );
+    for round in 0..3 {
+        for t in [
+            "irqsoff",
+            "function",
+            "preemptirqsoff",
+            "preemptoff",
+            "nop",
+            "irqsoff",
+        ] {
+            assert_eq!(
+                run(&mut k, &format!("echo {t} > current_tracer")),
+                "",
+                "{t}"
+            );
+            assert_eq!(
+                run(&mut k, "work compute 20"),
+                reference,
+                "{t}, round {round}"
+            );
+            assert_eq!(run(&mut k, "latency irqsoff 300"), "");
+            assert_eq!(run(&mut k, "latency preemptoff 300"), "");
+        }
+    }
+    assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
+    assert_eq!(jmp_sites(&mut k), keys);
+    let fc = run(&mut k, "ftrace_check");
+    assert!(fc.contains(" 0 bad, 0 call ftrace_caller,"), "{fc}");
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }

@@ -22,7 +22,6 @@ fn options_without_meaning_are_unknown() {
         "userstacktrace",
         "sym-userobj",
         "record-cmd",
-        "function-trace",
         "display-graph",
         "stacktrace",
         "graph-time",

@@ -28,6 +28,8 @@ pub mod graph;
 #[forbid(unsafe_code)]
 pub mod hist;
 #[forbid(unsafe_code)]
+pub mod irqsoff;
+#[forbid(unsafe_code)]
 pub mod jump_label;
 pub mod kallsyms;
 #[forbid(unsafe_code)]

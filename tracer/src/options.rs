@@ -17,9 +17,9 @@
 //! user space (`userstacktrace`, `sym-userobj`), `record-cmd` (this kernel
 //! saves every task's comm when it is created, whatever the option),
 //! `stacktrace` (it also covers `trace_printk`, which this kernel has
-//! not), for `poll()` on `trace_pipe` (`block`), for the latency
-//! tracers (`function-trace`, `display-graph`) and for the function
-//! profiler (`graph-time`) are not listed, and writing them is `EINVAL`,
+//! not), for `poll()` on `trace_pipe` (`block`), the latency tracers'
+//! `display-graph` and the function profiler's `graph-time` are not
+//! listed, and writing them is `EINVAL`,
 //! as for any unknown name. So is `hash-ptr`: it changes how trace events
 //! print `%p`, and the only ones that print a pointer here, kmem's
 //! `kmalloc` and `kfree`, always print it as Linux does with `hash-ptr`
@@ -70,6 +70,7 @@ core_options! {
     Markers => "markers",
     EventFork => "event-fork",
     PauseOnTrace => "pause-on-trace",
+    FunctionTrace => "function-trace",
     FuncFork => "function-fork",
 }
 
@@ -92,8 +93,10 @@ impl TraceOption {
 }
 
 /// `TRACE_DEFAULT_FLAGS` of the options listed here: print-parent,
-/// trace_printk, annotate, context-info, overwrite, irq-info and markers.
-pub const TRACE_DEFAULT_FLAGS: u32 = TraceOption::PrintParent.mask()
+/// trace_printk, annotate, context-info, overwrite, irq-info, markers and
+/// function-trace.
+pub const TRACE_DEFAULT_FLAGS: u32 = TraceOption::FunctionTrace.mask()
+    | TraceOption::PrintParent.mask()
     | TraceOption::Printk.mask()
     | TraceOption::Annotate.mask()
     | TraceOption::ContextInfo.mask()

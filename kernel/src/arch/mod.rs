@@ -15,7 +15,7 @@ pub use self::x86_64::{apic_id, cpu_id, nr_cpus, percpu, smp_call_function};
 // instruction pointer, stopping the machine.
 pub use self::x86_64::irqflags;
 pub use self::x86_64::{
-    exit_qemu, frame_pointer, irqs_enabled, rdtsc, return_address, this_ip, PANIC_EXIT,
+    exit_qemu, frame_pointer, irqs_enabled, rdtsc, return_address, stext, this_ip, PANIC_EXIT,
 };
 // Device interrupts, exceptions (int3 hook, backtraces) and the console's
 // UART.

@@ -43,6 +43,7 @@ Commands:
   crash [pagefault|ud2]    panic on purpose, or take a CPU exception (to see the reports)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
   ringbuf markers|resize|rawdump|bigmarker|snapshot ...  ring buffer workloads (tests)
+  latency irqsoff|preemptoff US   spin US microseconds with interrupts / preemption off
   trace_printk [-n] N      call trace_printk!() N times (-n: without a newline)
   ftrace_check             read every ftrace call site back and check it
   ftrace_stress [SECONDS [MIN]]  SMP stress of code patching for SECONDS (default
@@ -118,6 +119,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         },
         "trace-export" => crate::trace::export::command(args),
         "ringbuf" => super::ringbuf::command(args, out),
+        "latency" => super::latency::command(args, out),
         "trace_printk" => super::printk::command(args, out),
         "bench" => {
             out.emit_str(cmd, &crate::trace::bench::run(args));

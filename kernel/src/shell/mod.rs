@@ -10,6 +10,7 @@
 //! [`crate::sched::signal_pending`] and blocking reads return EINTR.
 
 mod commands;
+mod latency;
 pub mod parse;
 pub mod pipe;
 mod printk;

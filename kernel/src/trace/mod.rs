@@ -24,6 +24,7 @@ pub mod selftest;
 pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
+pub mod trace_irqsoff;
 pub mod trace_sched_wakeup;
 pub mod trace_stack;
 pub mod tracepoint_stress;
@@ -42,6 +43,7 @@ pub fn init() {
     trigger::register_trigger_cmds();
     hist::register_trigger_hist_cmd();
     register_sched_hooks();
+    tracer::trace_events::preemptirq::set_stext(crate::arch::stext());
     let root = crate::fs::tracefs::root();
     let Some(tr) = trace::global_trace_arc() else {
         return;
@@ -52,6 +54,7 @@ pub fn init() {
         .and_then(|_| snapshot::init())
         .and_then(|_| max_trace::init(&root))
         .and_then(|_| functions::init())
+        .and_then(|_| trace_irqsoff::init())
         .and_then(|_| trace_sched_wakeup::init())
         .and_then(|_| graph::init(&root))
         .and_then(|_| export::init_tracefs(&root))

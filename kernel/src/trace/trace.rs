@@ -795,6 +795,15 @@ pub fn set_tracer_flag(tr: &TraceArray, opt: tracer::options::TraceOption, on: b
     }
 }
 
+/// A tracer that keeps its worst case in the spare buffer refuses to have
+/// `overwrite` cleared (Linux: `trace_keep_overwrite`, EINVAL).
+fn option_refused(tr: &TraceArray, change: &tracer::options::OptionChange) -> bool {
+    use tracer::options::{OptionId, TraceOption};
+    change.id == OptionId::Core(TraceOption::Overwrite)
+        && !change.enabled
+        && tr.current_tracer().use_max_tr
+}
+
 /// Applies side effects of an option change (Linux: set_tracer_flag).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     use tracer::options::{OptionId, TraceOption};
@@ -825,10 +834,17 @@ pub fn init_options_files(
                 .trace_options_text(current_tracer_kind(&t1))
         },
         Some(move |text: &str| {
-            let change = t2
-                .options
-                .lock()
-                .write_trace_options(current_tracer_kind(&t2), text.as_bytes())?;
+            let kind = current_tracer_kind(&t2);
+            let change = {
+                let mut o = t2.options.lock();
+                let before = o.clone();
+                let change = o.write_trace_options(kind, text.as_bytes())?;
+                if option_refused(&t2, &change) {
+                    *o = before;
+                    return Err(crate::fs::Errno::EINVAL);
+                }
+                change
+            };
             option_changed(&t2, &change);
             Ok(())
         }),
@@ -848,7 +864,16 @@ pub fn init_options_files(
                     .unwrap_or_default()
             },
             Some(move |text: &str| {
-                let change = t2.options.lock().write_option_file(name, text.as_bytes())?;
+                let change = {
+                    let mut o = t2.options.lock();
+                    let before = o.clone();
+                    let change = o.write_option_file(name, text.as_bytes())?;
+                    if option_refused(&t2, &change) {
+                        *o = before;
+                        return Err(crate::fs::Errno::EINVAL);
+                    }
+                    change
+                };
                 option_changed(&t2, &change);
                 Ok(())
             }),

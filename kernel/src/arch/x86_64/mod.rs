@@ -29,6 +29,16 @@ pub use smp::{apic_id, smp_call_function};
 /// The exit status QEMU reports (through qemu.sh) when the kernel panics.
 pub const PANIC_EXIT: u32 = 101;
 
+extern "C" {
+    static __text_start: u8;
+}
+
+/// The start of the kernel's text (Linux: `_stext`).
+pub fn stext() -> u64 {
+    // Taking the address of an extern static reads nothing.
+    (&raw const __text_start) as u64
+}
+
 /// True if interrupts are enabled on this CPU.
 #[inline(always)]
 pub fn irqs_enabled() -> bool {
