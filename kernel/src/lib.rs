@@ -15,6 +15,7 @@ pub mod irqflags;
 pub mod jump_label;
 pub mod kallsyms;
 pub mod mm;
+pub mod panic;
 pub mod rcu;
 pub mod sched;
 // The shell only calls safe interfaces.
@@ -145,6 +146,7 @@ fn panic(info: &PanicInfo) -> ! {
     console::force_unlock();
     println!("\nKernel panic on cpu{}: {}", arch::cpu_id(), info);
     arch::traps::print_backtrace(arch::frame_pointer());
+    panic::notify();
     println!("---[ end Kernel panic ]---");
     arch::exit_qemu(arch::PANIC_EXIT)
 }

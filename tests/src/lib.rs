@@ -67,6 +67,19 @@ fn ok<T>(r: build_tools::Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `args` with `ftrace_dump_on_oops` added to the kernel command line
+/// (to the `--cmdline` value if there is one).
+fn with_dump_on_oops(args: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    match out.iter().position(|a| a == "--cmdline") {
+        Some(i) if i + 1 < out.len() => {
+            out[i + 1] = format!("{} ftrace_dump_on_oops", out[i + 1]);
+        }
+        _ => out.extend(["--cmdline".to_string(), "ftrace_dump_on_oops".to_string()]),
+    }
+    out
+}
+
 impl Kernel {
     /// Boots the mcount-instrumented kernel with extra qemu.sh arguments
     /// (e.g. `["--smp", "4"]`) and waits for the first prompt.
@@ -74,11 +87,14 @@ impl Kernel {
         Self::boot_mode("mcount", args)
     }
 
-    /// Boots the kernel built in `mode` ("mcount" or "fentry").
+    /// Boots the kernel built in `mode` ("mcount" or "fentry"). The
+    /// command line always has `ftrace_dump_on_oops`, so a kernel that
+    /// dies in a test prints its trace buffer (the last functions it ran,
+    /// when a tracer was on) into the log that the failure shows.
     pub fn boot_mode(mode: &str, args: &[&str]) -> Kernel {
         let elf = kernel_elf(mode);
         let mut cmd = Command::new(root().join("qemu.sh"));
-        cmd.args(args).env("KTRACE_KERNEL", &elf);
+        cmd.args(with_dump_on_oops(args)).env("KTRACE_KERNEL", &elf);
         // Its own process group, so that Drop stops QEMU too (qemu.sh runs
         // QEMU as a child and would otherwise leave it orphaned).
         let opts = Options {

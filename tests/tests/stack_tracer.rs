@@ -196,9 +196,10 @@ fn stack_tracer_and_proc_sys() {
         "1\n"
     );
     assert_eq!(run(&mut k, &format!("cat {proc}/ftrace_enabled")), "1\n");
+    // The test harness boots every kernel with ftrace_dump_on_oops.
     assert_eq!(
         run(&mut k, &format!("cat {proc}/ftrace_dump_on_oops")),
-        "0\n"
+        "1\n"
     );
     assert_eq!(
         run(&mut k, "cat /tracing/stack_trace_filter"),

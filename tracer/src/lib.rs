@@ -24,6 +24,8 @@ pub mod filter;
 #[forbid(unsafe_code)]
 pub mod ftrace;
 #[forbid(unsafe_code)]
+pub mod ftrace_dump;
+#[forbid(unsafe_code)]
 pub mod graph;
 #[forbid(unsafe_code)]
 pub mod hist;

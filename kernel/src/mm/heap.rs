@@ -110,3 +110,10 @@ pub fn usage() -> (usize, usize) {
         (h.used(), h.free())
     })
 }
+
+/// Whether the heap's lock is held right now (by any CPU): code that runs
+/// when the kernel dies checks it before allocating, since the dying CPU
+/// may hold it.
+pub fn heap_locked() -> bool {
+    HEAP.0.is_locked()
+}

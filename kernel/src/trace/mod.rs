@@ -13,6 +13,7 @@ pub mod events;
 pub mod export;
 pub mod fgraph;
 pub mod ftrace;
+pub mod ftrace_dump;
 pub mod functions;
 pub mod global_ops;
 pub mod graph;
@@ -61,6 +62,7 @@ pub fn init() {
         .and_then(|_| printk::init())
         .and_then(|_| instances::init(&root))
         .and_then(|_| trace_stack::init(&root))
+        .and_then(|_| ftrace_dump::init())
         .and_then(|_| register_sysctls());
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");
@@ -68,8 +70,8 @@ pub fn init() {
 }
 
 /// `/proc/sys/kernel/ftrace_dump_on_oops` as written (Linux:
-/// ftrace_dump_on_oops). Only the setting for now: nothing dumps the
-/// buffer on an oops yet.
+/// ftrace_dump_on_oops): 0 no dump when the kernel dies, 1 every CPU's
+/// events, 2 the dying CPU's (see `ftrace_dump`).
 pub static FTRACE_DUMP_ON_OOPS: AtomicI32 = AtomicI32::new(0);
 
 /// The tracing entries of `/proc/sys/kernel` (Linux: kernel/sysctl.c's

@@ -742,6 +742,37 @@ pub fn read_pipe(
     *state = it.into_state();
 }
 
+/// Consumes every event of `cpu` (all if None) in time order and hands
+/// each printed line to `emit` as soon as it is made, with the latency
+/// context columns (Linux: `ftrace_dump`'s loop, whose iterator has
+/// `TRACE_FILE_LAT_FMT`). Returns how many events were printed.
+pub fn dump_lines(tr: &TraceArray, cpu: Option<usize>, emit: &mut dyn FnMut(&str)) -> usize {
+    let options = tr.options.lock().clone();
+    let tasks = TaskTable::snapshot();
+    let mut cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
+    cfg.file_lat_fmt = true;
+    let mut src = Merger::from_readers(
+        (0..tr.nr_cpus)
+            .map(|c| ConsumingReader {
+                buffer: &tr.buffer,
+                cpu: c,
+                shown: cpu.is_none_or(|x| x == c),
+                peeked: None,
+            })
+            .collect(),
+    );
+    let mut it = TraceIter::resume(cfg, open_iter(tr, tr.current_tracer(), false));
+    let mut n = 0;
+    loop {
+        let mut line = TraceSeq::new();
+        if !it.print_line(&mut src, &mut line) {
+            return n;
+        }
+        n += 1;
+        emit(&String::from_utf8_lossy(line.as_bytes()));
+    }
+}
+
 /// Creates the top-level trace array (Linux: `global_trace`, set up by
 /// `tracer_alloc_buffers`).
 pub fn init() {

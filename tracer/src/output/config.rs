@@ -88,6 +88,10 @@ pub struct OutputConfig<'a> {
     /// `[__irqentry_text_start, __irqentry_text_end)`: function_graph marks
     /// calls into this range with `==========>` / `<==========`.
     pub irqentry: Range<u64>,
+    /// The iterator's `TRACE_FILE_LAT_FMT`: event lines get the latency
+    /// context columns even without the `latency-format` option (what
+    /// `ftrace_dump` sets; headers still follow the option).
+    pub file_lat_fmt: bool,
 }
 
 impl<'a> OutputConfig<'a> {
@@ -108,6 +112,7 @@ impl<'a> OutputConfig<'a> {
             time_in_ns: true,
             time_start: 0,
             irqentry: 0..0,
+            file_lat_fmt: false,
         }
     }
 }

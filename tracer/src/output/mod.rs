@@ -153,7 +153,7 @@ impl<'a> TraceIter<'a> {
     }
 
     fn lat_fmt_on(&self) -> bool {
-        self.cfg.options.has(TraceOption::LatencyFmt)
+        self.cfg.file_lat_fmt || self.cfg.options.has(TraceOption::LatencyFmt)
     }
 
     /// Prints the next event (taking it, and more if the tracer's printer

@@ -169,6 +169,7 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
         regs.r9
     );
     print_backtrace(regs.rbp);
+    crate::panic::notify();
     crate::println!("---[ end Kernel panic ]---");
     super::exit_qemu(super::PANIC_EXIT);
 }
