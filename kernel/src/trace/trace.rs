@@ -726,7 +726,17 @@ pub fn read_pipe(
     let options = tr.options.lock().clone();
     let tasks = TaskTable::snapshot();
     let cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
-    let mut src = Merger::from_readers(
+    let mut src = consuming_merger(tr, cpu);
+    let held = core::mem::replace(state, IterState::new(0, false, None));
+    let mut it = TraceIter::resume(cfg, held);
+    while out.len() < limit && it.print_line(&mut src, out) {}
+    *state = it.into_state();
+}
+
+/// The events of `cpu` (all if None) of `tr`'s live buffer in time order,
+/// each consumed as it is taken (what `trace_pipe` and the dump read).
+fn consuming_merger(tr: &TraceArray, cpu: Option<usize>) -> Merger<ConsumingReader<'_>> {
+    Merger::from_readers(
         (0..tr.nr_cpus)
             .map(|c| ConsumingReader {
                 buffer: &tr.buffer,
@@ -735,11 +745,7 @@ pub fn read_pipe(
                 peeked: None,
             })
             .collect(),
-    );
-    let held = core::mem::replace(state, IterState::new(0, false, None));
-    let mut it = TraceIter::resume(cfg, held);
-    while out.len() < limit && it.print_line(&mut src, out) {}
-    *state = it.into_state();
+    )
 }
 
 /// Consumes every event of `cpu` (all if None) in time order and hands
@@ -751,16 +757,7 @@ pub fn dump_lines(tr: &TraceArray, cpu: Option<usize>, emit: &mut dyn FnMut(&str
     let tasks = TaskTable::snapshot();
     let mut cfg = output_config(tr, current_tracer_kind(tr), &options, &tasks);
     cfg.file_lat_fmt = true;
-    let mut src = Merger::from_readers(
-        (0..tr.nr_cpus)
-            .map(|c| ConsumingReader {
-                buffer: &tr.buffer,
-                cpu: c,
-                shown: cpu.is_none_or(|x| x == c),
-                peeked: None,
-            })
-            .collect(),
-    );
+    let mut src = consuming_merger(tr, cpu);
     let mut it = TraceIter::resume(cfg, open_iter(tr, tr.current_tracer(), false));
     let mut n = 0;
     loop {
