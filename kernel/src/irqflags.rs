@@ -137,7 +137,7 @@ static IN_REPORT: [AtomicBool; percpu::MAX_CPUS] =
 /// is none.
 #[inline(always)]
 fn return_address_of(fp: u64) -> u64 {
-    if fp == 0 || fp % 8 != 0 {
+    if fp == 0 || !fp.is_multiple_of(8) {
         return 0;
     }
     // SAFETY: the kernel is built with frame pointers: `fp` is the frame

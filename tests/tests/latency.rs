@@ -180,7 +180,7 @@ fn irqsoff_and_preemptoff_keep_the_longest_section() {
         .copied()
         .filter(|l| !l.starts_with('#'))
         .collect();
-    let start = format!(" 0d....    0us");
+    let start = " 0d....    0us".to_string();
     assert!(events[0].contains(&start), "{trace}");
     assert!(
         events[0].ends_with(&format!(

@@ -130,10 +130,13 @@ macro_rules! call_thunk {
         // SAFETY: as below.
         unsafe { core::arch::asm!("call {t}", t = sym $thunk) }
     };
-    ($thunk:path, $arg:expr) => {
+    ($thunk:path, $arg:expr) => {{
+        // The argument is evaluated outside the unsafe block, so a caller
+        // cannot slip unsafe code into it.
+        let arg: u64 = $arg;
         // SAFETY: the thunk preserves every general register and the
         // stack (it aligns its own); it may read and write memory, as
         // this asm block is allowed to.
-        unsafe { core::arch::asm!("call {t}", t = sym $thunk, in("rdi") $arg) }
-    };
+        unsafe { core::arch::asm!("call {t}", t = sym $thunk, in("rdi") arg) }
+    }};
 }
