@@ -151,6 +151,33 @@ fn lat_time_us(line: &str) -> u64 {
         .unwrap_or_else(|| panic!("no time in {line:?}"))
 }
 
+/// The function lines (`ip <- parent`) on `cpu` between the wake-up line
+/// (`+ [003]`) and the switch line (`==> [003]`) of a saved wakeup trace
+/// of a task woken onto CPU 3.
+fn functions_between<'a>(trace: &'a str, cpu: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = trace.lines().filter(|l| !l.starts_with('#')).collect();
+    let wake = lines
+        .iter()
+        .position(|l| l.contains("   + [003]"))
+        .unwrap_or_else(|| panic!("no wake-up line in\n{trace}"));
+    let switch = lines
+        .iter()
+        .position(|l| l.contains(" ==> [003]"))
+        .unwrap_or_else(|| panic!("no switch line in\n{trace}"));
+    assert!(wake < switch, "{trace}");
+    lines[wake + 1..switch]
+        .iter()
+        .copied()
+        .filter(|l| l.contains(" <-"))
+        .filter(|l| {
+            l.split_whitespace().nth(1).is_some_and(|f| {
+                f.strip_prefix(cpu)
+                    .is_some_and(|r| r.starts_with(['d', '.']))
+            })
+        })
+        .collect()
+}
+
 fn max_latency(k: &mut Kernel) -> u64 {
     let v = run(k, &format!("cat {T}/tracing_max_latency"));
     v.trim()
@@ -237,6 +264,26 @@ fn wakeup_tracers_measure_the_woken_task() {
     assert!(line_with(&trace, "try_to_wake_up <-").contains("waker-"));
     assert!(line_with(&trace, "__schedule <-").contains("busy-"));
     assert_eq!(trace.matches("<stack trace>").count(), 2, "{trace}");
+    // With function-trace (on by default) the functions the wakee's CPU
+    // ran between the wake-up and the switch: the busy task's exit, and
+    // the scheduler function the switch probe names last.
+    let on_cpu3 = functions_between(&trace, "3");
+    assert!(
+        on_cpu3.iter().any(|l| l.contains("exit_current <-")),
+        "{on_cpu3:#?}\n{trace}"
+    );
+    assert!(
+        on_cpu3.last().is_some_and(|l| l.contains("__schedule <-")),
+        "{trace}"
+    );
+    // None on CPU 0 after the wake-up's own records: only the wakee's
+    // CPU is traced.
+    assert!(
+        functions_between(&trace, "0")
+            .iter()
+            .all(|l| l.contains("try_to_wake_up <-")),
+        "{trace}"
+    );
     run(&mut k, &format!("echo 0 > {T}/tracing_thresh"));
 
     // Writing 0 resets the maximum; without a threshold only a new
@@ -254,6 +301,27 @@ fn wakeup_tracers_measure_the_woken_task() {
     // The maximum never goes down.
     run(&mut k, "wakeup_busy -f 50 0");
     assert!(max_latency(&mut k) >= lat);
+
+    // Without function-trace only the probes' own records: on the wakee's
+    // CPU, the function that fired the switch.
+    assert_eq!(
+        run(&mut k, &format!("echo 0 > {T}/options/function-trace")),
+        ""
+    );
+    run(&mut k, &format!("echo 0 > {T}/tracing_max_latency"));
+    run(&mut k, &format!("wakeup_busy -f 50 {busy_us}"));
+    assert!(max_latency(&mut k) >= busy_us);
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    let on_cpu3 = functions_between(&trace, "3");
+    assert!(
+        on_cpu3.len() == 1 && on_cpu3[0].contains("__schedule <-"),
+        "{trace}"
+    );
+    assert!(!trace.contains("exit_current <-"), "{trace}");
+    assert_eq!(
+        run(&mut k, &format!("echo 1 > {T}/options/function-trace")),
+        ""
+    );
 
     // Linux's selftest (ftrace/test.d/tracer/wakeup_rt.tc): a real-time
     // `sleep` shows its wake-up and its switch-in. The shell's wake-up of

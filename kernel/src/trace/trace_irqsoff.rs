@@ -100,8 +100,7 @@ static CPUS: [CpuSection; percpu::MAX_CPUS] = [const {
 static IRQSOFF_OPS: FtraceOps = FtraceOps::new("irqsoff", irqsoff_tracer_call)
     .gated(&control::TRACING_ON)
     .with_hash(&global_ops::GLOBAL_HASH);
-/// [`IRQSOFF_OPS`] is registered (Linux: `function_enabled`).
-static FUNCTION_ENABLED: AtomicBool = AtomicBool::new(false);
+static IRQSOFF_FUNCTION: LatencyFunction = LatencyFunction::new(&IRQSOFF_OPS);
 
 #[inline(always)]
 fn irqsoff_trace() -> Option<&'static TraceArray> {
@@ -122,7 +121,7 @@ fn reporter_preempt_count() -> u32 {
 
 /// Records a function entry `ip <- parent_ip` (Linux: `__trace_function`).
 #[inline(always)]
-fn trace_function(tr: &TraceArray, ip: u64, parent_ip: u64) {
+pub(super) fn trace_function(tr: &TraceArray, ip: u64, parent_ip: u64) {
     trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
         FtraceEntry::encode_raw(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
     });
@@ -297,25 +296,57 @@ extern "C" fn irqsoff_tracer_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOp
     recursion::unlock(bit);
 }
 
-/// Registers the function callback if `function-trace` is set (Linux:
-/// `register_irqsoff_function`); the top level only.
-fn register_irqsoff_function(tr: &TraceArray) -> Result<(), Errno> {
-    if FUNCTION_ENABLED.load(Ordering::Relaxed)
-        || !tr.is_global()
-        || !tr.options.lock().has(TraceOption::FunctionTrace)
-    {
-        return Ok(());
-    }
-    global_ops::ftrace_update_global_hash();
-    ftrace::register_ftrace_function(&IRQSOFF_OPS)?;
-    FUNCTION_ENABLED.store(true, Ordering::Relaxed);
-    Ok(())
+/// A latency tracer's function callback, registered while the tracer
+/// runs with `function-trace` set, on the top level only (Linux:
+/// `register_irqsoff_function` / `register_wakeup_function` and their
+/// `function_enabled`); the wakeup tracers use one too.
+pub(super) struct LatencyFunction {
+    ops: &'static FtraceOps,
+    /// The ops is registered (Linux: `function_enabled`).
+    enabled: AtomicBool,
 }
 
-/// Linux: `unregister_irqsoff_function`.
-fn unregister_irqsoff_function() {
-    if FUNCTION_ENABLED.swap(false, Ordering::Relaxed) {
-        let _ = ftrace::unregister_ftrace_function(&IRQSOFF_OPS);
+impl LatencyFunction {
+    pub(super) const fn new(ops: &'static FtraceOps) -> Self {
+        Self {
+            ops,
+            enabled: AtomicBool::new(false),
+        }
+    }
+
+    /// Registers the callback if `function-trace` is set on `tr` and
+    /// `tr` is the top level.
+    pub(super) fn register(&self, tr: &TraceArray) -> Result<(), Errno> {
+        if self.enabled.load(Ordering::Relaxed)
+            || !tr.is_global()
+            || !tr.options.lock().has(TraceOption::FunctionTrace)
+        {
+            return Ok(());
+        }
+        global_ops::ftrace_update_global_hash();
+        ftrace::register_ftrace_function(self.ops)?;
+        self.enabled.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(super) fn unregister(&self) {
+        if self.enabled.swap(false, Ordering::Relaxed) {
+            let _ = ftrace::unregister_ftrace_function(self.ops);
+        }
+    }
+
+    /// `function-trace` set or cleared on `tr`, which runs the tracer
+    /// (Linux: `irqsoff_function_set` / `wakeup_function_set`).
+    pub(super) fn option_changed(&self, tr: &TraceArray, change: &tracer::options::OptionChange) {
+        use tracer::options::OptionId;
+        if change.id != OptionId::Core(TraceOption::FunctionTrace) || !change.changed {
+            return;
+        }
+        if change.enabled {
+            let _ = self.register(tr);
+        } else {
+            self.unregister();
+        }
     }
 }
 
@@ -389,7 +420,7 @@ fn irqsoff_tracer_init(tr: &TraceArray, ty: u32) -> Result<(), Errno> {
         tr as *const TraceArray as *mut TraceArray,
         Ordering::Release,
     );
-    if register_irqsoff_function(tr).is_err() {
+    if IRQSOFF_FUNCTION.register(tr).is_err() {
         crate::println!("failed to start irqsoff tracer");
     }
     TRACER_ENABLED.store(control::tracer_tracing_is_on(tr), Ordering::Release);
@@ -399,7 +430,7 @@ fn irqsoff_tracer_init(tr: &TraceArray, ty: u32) -> Result<(), Errno> {
 /// Linux: `__irqsoff_tracer_reset`.
 fn irqsoff_tracer_reset(tr: &TraceArray) {
     TRACER_ENABLED.store(false, Ordering::Release);
-    unregister_irqsoff_function();
+    IRQSOFF_FUNCTION.unregister();
     unregister_probes(TRACE_TYPE.load(Ordering::Relaxed));
     let saved = *SAVED_FLAGS.lock();
     for (opt, on) in FORCED.into_iter().zip(saved) {
@@ -466,17 +497,8 @@ pub static PREEMPTIRQSOFF_TRACER: Tracer = Tracer {
 /// `function-trace` set or cleared while one of the three runs (Linux:
 /// `irqsoff_function_set`).
 fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
-    use tracer::options::OptionId;
-    if change.id != OptionId::Core(TraceOption::FunctionTrace) || !change.changed {
-        return;
-    }
-    if !irqsoff_trace().is_some_and(|t| core::ptr::eq(t, tr)) {
-        return;
-    }
-    if change.enabled {
-        let _ = register_irqsoff_function(tr);
-    } else {
-        unregister_irqsoff_function();
+    if irqsoff_trace().is_some_and(|t| core::ptr::eq(t, tr)) {
+        IRQSOFF_FUNCTION.option_changed(tr, change);
     }
 }
 

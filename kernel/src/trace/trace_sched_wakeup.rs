@@ -19,6 +19,13 @@
 //!   with the spare buffer, so `trace` shows this worst case from its
 //!   wake-up on while tracing goes on. Either way tracking starts over.
 //! - `sched_migrate_task`: the tracked task moved CPU.
+//! - With the `function-trace` option (on by default), every traced
+//!   function called on the tracked task's CPU (`wakeup_cpu`) while a
+//!   wake-up is tracked is recorded too (`wakeup_tracer_call`, an
+//!   ftrace_ops on the top level's `set_ftrace_filter`, registered as the
+//!   irqsoff tracers register theirs, at the top level only), so the
+//!   saved worst case shows what that CPU ran between the wake-up and
+//!   the switch.
 //!
 //! One trace array at a time may run one of these tracers (Linux's
 //! `wakeup_busy`: another gets EBUSY). Selecting one turns the `overwrite`
@@ -29,6 +36,8 @@
 
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
+use crate::arch::{self, percpu};
+
 use spin::Mutex;
 use tracer::entry::{
     task_state_index, CtxSwitchEntry, FtraceEntry, TRACE_CTX, TRACE_FN, TRACE_WAKE,
@@ -38,9 +47,12 @@ use tracer::options::TraceOption;
 use tracer::trace_events::TaskInfo;
 use tracer::wakeup::{WakeTask, WakeupTracker};
 
-use super::control::{register_tracer, Tracer};
+use super::control::{self, register_tracer, Tracer};
+use super::ftrace::{recursion, FtraceOps};
+use super::global_ops;
 use super::max_trace::{max_latency, set_max_latency, tracing_thresh, update_max_tr};
 use super::trace::{self, trace_buffer_write, trace_entry, tracing_gen_ctx_dec, TraceArray};
+use super::trace_irqsoff::{trace_function, LatencyFunction};
 use crate::events::sched as sched_tp;
 use crate::fs::Errno;
 use crate::sched::{self, Task, TaskState};
@@ -61,6 +73,19 @@ static WAKEUP_TASK: AtomicUsize = AtomicUsize::new(0);
 /// The tracked task's prio (`u32::MAX`: none), for the wake-up probe's
 /// test before it takes the lock (Linux reads `wakeup_prio` the same way).
 static WAKEUP_PRIO: AtomicU32 = AtomicU32::new(u32::MAX);
+/// The CPU the tracked task will run on (`usize::MAX`: none; Linux's
+/// `wakeup_cpu`), read without the lock by the function callback.
+static WAKEUP_CPU: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Per CPU: this CPU is writing the tracer's records (Linux: the
+/// `data->disabled` of `func_prolog_preempt_disable` and the probes); the
+/// function callback records nothing meanwhile.
+static DISABLED: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; percpu::MAX_CPUS];
+/// The functions called on `wakeup_cpu` while a wake-up is tracked
+/// (Linux: `tr->ops` with `wakeup_tracer_call`), on the top level's filter.
+static WAKEUP_OPS: FtraceOps = FtraceOps::new("wakeup", wakeup_tracer_call)
+    .gated(&control::TRACING_ON)
+    .with_hash(&global_ops::GLOBAL_HASH);
+static WAKEUP_FUNCTION: LatencyFunction = LatencyFunction::new(&WAKEUP_OPS);
 /// `overwrite` and `latency-format` as they were before the tracer was
 /// selected (Linux: `save_flags`), restored on reset.
 static SAVED_FLAGS: Mutex<(bool, bool)> = Mutex::new((false, false));
@@ -94,7 +119,43 @@ pub static WAKEUP_RT_TRACER: Tracer = Tracer {
 /// Registers both tracers (Linux: `init_wakeup_tracer`).
 pub fn init() -> Result<(), Errno> {
     register_tracer(&WAKEUP_TRACER)?;
-    register_tracer(&WAKEUP_RT_TRACER)
+    register_tracer(&WAKEUP_RT_TRACER)?;
+    trace::OPTIONS_CHANGED.register(option_changed)
+}
+
+/// `function-trace` set or cleared while a wakeup tracer runs on `tr`
+/// (Linux: `wakeup_function_set`).
+fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
+    let running = WAKEUP_TRACE.load(Ordering::Acquire);
+    if core::ptr::eq(running, tr) {
+        WAKEUP_FUNCTION.option_changed(tr, change);
+    }
+}
+
+/// A traced function called on this CPU (Linux: `wakeup_tracer_call` and
+/// `func_prolog_preempt_disable`): recorded if it is the CPU of the
+/// tracked task.
+extern "C" fn wakeup_tracer_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    if !TRACER_ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    let cpu = arch::cpu_id();
+    if cpu != WAKEUP_CPU.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
+        return;
+    };
+    if let Some(tr) = wakeup_trace() {
+        if DISABLED[cpu].fetch_add(1, Ordering::Relaxed) == 0 {
+            // SAFETY: ftrace_caller passes the slot of the traced
+            // function's return address.
+            let parent_ip = unsafe { *parent_slot };
+            trace_function(tr, ip, parent_ip);
+        }
+        DISABLED[cpu].fetch_sub(1, Ordering::Relaxed);
+    }
+    recursion::unlock(bit);
 }
 
 fn wakeup_tracer_init(tr: &TraceArray) -> Result<(), Errno> {
@@ -140,6 +201,9 @@ fn tracer_init(tr: &TraceArray, rt_only: bool) -> Result<(), Errno> {
         return Err(e);
     }
     wakeup_reset(tr);
+    if WAKEUP_FUNCTION.register(tr).is_err() {
+        crate::println!("failed to start wakeup tracer");
+    }
     TRACER_ENABLED.store(super::control::tracer_tracing_is_on(tr), Ordering::SeqCst);
     Ok(())
 }
@@ -170,6 +234,7 @@ fn restore_flags(tr: &TraceArray) {
 /// `wakeup_tracer_reset`: unhook, forget the task, restore the options.
 fn wakeup_tracer_reset(tr: &TraceArray) {
     TRACER_ENABLED.store(false, Ordering::SeqCst);
+    WAKEUP_FUNCTION.unregister();
     unregister_probes();
     // The probes may still run on other CPUs until every CPU has left
     // its tracepoint calls.
@@ -201,6 +266,7 @@ fn __wakeup_reset(t: &mut WakeupTracker) {
     t.reset();
     WAKEUP_TASK.store(0, Ordering::Relaxed);
     WAKEUP_PRIO.store(u32::MAX, Ordering::Relaxed);
+    WAKEUP_CPU.store(usize::MAX, Ordering::Relaxed);
 }
 
 /// The running trace array, if the probes are to record.
@@ -329,13 +395,17 @@ fn probe_wakeup(_data: *mut (), p: &TaskInfo, _target_cpu: i32) {
     if !TRACER_ENABLED.load(Ordering::Relaxed) || !t.start(&w, curr_prio, cpu, now) {
         return;
     }
+    let this_cpu = arch::cpu_id();
+    DISABLED[this_cpu].fetch_add(1, Ordering::Relaxed);
     WAKEUP_TASK.store(w.id, Ordering::Relaxed);
     WAKEUP_PRIO.store(w.prio as u32, Ordering::Relaxed);
+    WAKEUP_CPU.store(cpu, Ordering::Relaxed);
     let (skip, ip, parent_ip) = probe_callers();
     trace_ctxwake(tr, TRACE_WAKE, &curr, wakee);
     // The stack from the scheduler's frame on (Linux: `__trace_stack`).
     super::functions::trace_stack_tr(tr, 1 + skip);
     trace_caller(tr, ip, parent_ip);
+    DISABLED[this_cpu].fetch_sub(1, Ordering::Relaxed);
 }
 
 /// `probe_wakeup_sched_switch` (interrupts off).
@@ -366,6 +436,8 @@ fn probe_wakeup_sched_switch(
     }
     let wakeup_cpu = t.wakeup_cpu().unwrap_or(0);
     let t0 = t.timestamp();
+    let this_cpu = arch::cpu_id();
+    DISABLED[this_cpu].fetch_add(1, Ordering::Relaxed);
     let (skip, ip, parent_ip) = probe_callers();
     trace_caller(tr, ip, parent_ip);
     trace_ctxwake(tr, TRACE_CTX, prev_task, next_task);
@@ -375,6 +447,7 @@ fn probe_wakeup_sched_switch(
         .switch_to(next_task as *const Task as usize, now)
         .unwrap_or(0);
     __wakeup_reset(&mut t);
+    DISABLED[this_cpu].fetch_sub(1, Ordering::Relaxed);
     if !report_latency(tracing_thresh(), max_latency(tr), delta) || trace::tracing_is_stopped(tr) {
         return;
     }
@@ -401,5 +474,9 @@ fn probe_wakeup_migrate_task(_data: *mut (), p: &TaskInfo, _orig_cpu: i32, dest_
     if WAKEUP_TASK.load(Ordering::Relaxed) != id {
         return;
     }
-    WAKEUP_LOCK.lock().migrate(id, dest_cpu as usize);
+    let mut t = WAKEUP_LOCK.lock();
+    t.migrate(id, dest_cpu as usize);
+    if WAKEUP_TASK.load(Ordering::Relaxed) == id {
+        WAKEUP_CPU.store(dest_cpu as usize, Ordering::Relaxed);
+    }
 }
