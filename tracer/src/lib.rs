@@ -26,6 +26,8 @@ pub mod ftrace;
 #[forbid(unsafe_code)]
 pub mod ftrace_dump;
 #[forbid(unsafe_code)]
+pub mod function_profile;
+#[forbid(unsafe_code)]
 pub mod graph;
 #[forbid(unsafe_code)]
 pub mod hist;

@@ -14,6 +14,7 @@ pub mod export;
 pub mod fgraph;
 pub mod ftrace;
 pub mod ftrace_dump;
+pub mod ftrace_profile;
 pub mod functions;
 pub mod global_ops;
 pub mod graph;
@@ -62,6 +63,7 @@ pub fn init() {
         .and_then(|_| printk::init())
         .and_then(|_| instances::init(&root))
         .and_then(|_| trace_stack::init(&root))
+        .and_then(|_| ftrace_profile::init(&root))
         .and_then(|_| ftrace_dump::init())
         .and_then(|_| register_sysctls());
     if let Err(e) = result {
