@@ -67,17 +67,58 @@ fn ok<T>(r: build_tools::Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `args` with `ftrace_dump_on_oops` added to the kernel command line
-/// (to the `--cmdline` value if there is one).
+/// `args` with `ftrace_dump_on_oops` added to the kernel command line: to
+/// the `--cmdline` value if there is one, else as a new `--cmdline` before
+/// the `--` that starts QEMU's own arguments.
 fn with_dump_on_oops(args: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    match out.iter().position(|a| a == "--cmdline") {
-        Some(i) if i + 1 < out.len() => {
+    let ours = out.iter().position(|a| a == "--").unwrap_or(out.len());
+    match out[..ours].iter().position(|a| a == "--cmdline") {
+        Some(i) if i + 1 < ours => {
             out[i + 1] = format!("{} ftrace_dump_on_oops", out[i + 1]);
         }
-        _ => out.extend(["--cmdline".to_string(), "ftrace_dump_on_oops".to_string()]),
+        _ => {
+            out.splice(
+                ours..ours,
+                ["--cmdline".to_string(), "ftrace_dump_on_oops".to_string()],
+            );
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod dump_on_oops_tests {
+    use super::with_dump_on_oops;
+
+    #[test]
+    fn the_option_joins_the_kernel_command_line() {
+        assert_eq!(
+            with_dump_on_oops(&["--smp", "2"]),
+            ["--smp", "2", "--cmdline", "ftrace_dump_on_oops"]
+        );
+        assert_eq!(
+            with_dump_on_oops(&["--cmdline", "stacktrace", "--smp", "2"]),
+            ["--cmdline", "stacktrace ftrace_dump_on_oops", "--smp", "2"]
+        );
+        // QEMU's own arguments after `--` are left alone.
+        assert_eq!(
+            with_dump_on_oops(&["--smp", "2", "--", "-serial", "file:x"]),
+            [
+                "--smp",
+                "2",
+                "--cmdline",
+                "ftrace_dump_on_oops",
+                "--",
+                "-serial",
+                "file:x"
+            ]
+        );
+        assert_eq!(
+            with_dump_on_oops(&["--", "--cmdline", "x"]),
+            ["--cmdline", "ftrace_dump_on_oops", "--", "--cmdline", "x"]
+        );
+    }
 }
 
 impl Kernel {

@@ -75,7 +75,9 @@ fn two_instances_with_their_own_filters_pids_and_probes() {
     run_ok(&mut k, &format!("mkdir {b}"));
     assert_eq!(
         cat(&mut k, &format!("{a}/available_tracers")),
-        "function nop\n"
+        // Every tracer but function_graph allows instances (Linux 6.1's
+        // `allow_instances`).
+        "wakeup_rt wakeup preemptirqsoff preemptoff irqsoff function nop\n"
     );
     run_ok(&mut k, &format!("echo {leaf} > {a}/set_ftrace_filter"));
     run_ok(&mut k, &format!("echo {node} > {b}/set_ftrace_filter"));
