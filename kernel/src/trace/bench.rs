@@ -789,6 +789,24 @@ fn event_switch_leaf(a: u64, b: u64) -> u64 {
     a.wrapping_mul(b).rotate_left(11) ^ a ^ (b >> 3)
 }
 
+/// `tr`'s sched_switch event file, for the cases that hit the real
+/// sched_switch tracepoint from [`event_switch_leaf`]. The switch is the
+/// running task to itself, a live task as the scheduler's probes expect;
+/// but no probe may be registered yet (function_graph's sleep time, the
+/// event pid filter): they would act on it.
+fn sched_switch_file(tr: &TraceArray) -> Result<&super::events::TraceEventFile, String> {
+    let file = tr
+        .events
+        .file_of(&super::events::sched::SCHED_SWITCH)
+        .ok_or_else(|| String::from("no sched_switch event file"))?;
+    if crate::events::sched::trace_sched_switch_enabled() {
+        return Err(String::from(
+            "sched_switch has probes already (function_graph, set_event_pid?)",
+        ));
+    }
+    Ok(file)
+}
+
 /// Instructions per recorded sched_switch: [`event_switch_leaf`] with the
 /// event on, minus the same with it off (so the figure is what recording
 /// adds to the disabled tracepoint, as `call_function` minus `call_nop` is
@@ -796,19 +814,8 @@ fn event_switch_leaf(a: u64, b: u64) -> u64 {
 /// lands in the buffer; every batch must leave exactly N sched_switch
 /// records of the bench's two tasks on this CPU.
 fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
-    use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
-    let file = tr
-        .events
-        .file_of(&SCHED_SWITCH)
-        .ok_or_else(|| String::from("no sched_switch event file"))?;
-    // The switch is the running task to itself, a live task as the
-    // scheduler's probes expect; but none may be registered (function_graph's
-    // sleep time, the event pid filter): they would act on it.
-    if crate::events::sched::trace_sched_switch_enabled() {
-        return Err(String::from(
-            "sched_switch has probes already (function_graph, set_event_pid?)",
-        ));
-    }
+    use super::events::trace_event_enable_disable;
+    let file = sched_switch_file(tr)?;
     let pid = crate::sched::current_pid() as i32;
     crate::sched::preempt_disable();
     let off = call_cost(event_switch_leaf, &mut || {});
@@ -851,16 +858,8 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
 /// probe tests the record it built on its stack before reserving.
 fn event_filtered_out(tr: &TraceArray) -> Result<(u64, u64), String> {
     use super::event_filter::apply_event_filter;
-    use super::events::{sched::SCHED_SWITCH, trace_event_enable_disable};
-    let file = tr
-        .events
-        .file_of(&SCHED_SWITCH)
-        .ok_or_else(|| String::from("no sched_switch event file"))?;
-    if crate::events::sched::trace_sched_switch_enabled() {
-        return Err(String::from(
-            "sched_switch has probes already (function_graph, set_event_pid?)",
-        ));
-    }
+    use super::events::trace_event_enable_disable;
+    let file = sched_switch_file(tr)?;
     if crate::sched::current_pid() == 0 {
         return Err(String::from(
             "the bench runs as pid 0, which the filter keeps",
@@ -894,11 +893,7 @@ fn event_filtered_out(tr: &TraceArray) -> Result<(u64, u64), String> {
 /// buffer empty on this CPU and tracing on.
 fn trigger_if_false(tr: &TraceArray) -> Result<(u64, u64), String> {
     const TRIGGER: &str = "/tracing/events/sched/sched_switch/trigger";
-    if crate::events::sched::trace_sched_switch_enabled() {
-        return Err(String::from(
-            "sched_switch has probes already (function_graph, set_event_pid?)",
-        ));
-    }
+    sched_switch_file(tr)?;
     if !tr.tracing_on_flag().load(Ordering::Relaxed) {
         return Err(String::from("tracing is off"));
     }
@@ -1293,7 +1288,16 @@ pub fn run(args: &[String]) -> String {
     // this module's loop; last, since its table changes the heap.
     rep.result(
         "hist_update",
-        super::hist::bench_hist_update(tr, N, event_switch_leaf, call_cost, this_cpu_entries),
+        sched_switch_file(tr).and_then(|file| {
+            super::hist::bench_hist_update(
+                tr,
+                file,
+                N,
+                event_switch_leaf,
+                call_cost,
+                this_cpu_entries,
+            )
+        }),
     );
 
     restore(saved);

@@ -305,25 +305,17 @@ pub type CallCost = fn(fn(u64, u64) -> u64, &mut dyn FnMut()) -> u64;
 /// into the tracing_map and nothing is written to the buffer; the leaf with
 /// the trigger minus the leaf with the tracepoint off. Every batch must
 /// count exactly `n` hits on the bench task's key and write no record.
+/// `file` is `tr`'s sched_switch, with no probe registered yet.
 #[inline(never)]
 pub fn bench_hist_update(
     tr: &TraceArray,
+    file: &TraceEventFile,
     n: u64,
     leaf: fn(u64, u64) -> u64,
     call_cost: CallCost,
     this_cpu_entries: fn(&TraceArray) -> u64,
 ) -> Result<(u64, u64), String> {
-    use super::events::sched::SCHED_SWITCH;
     const SPEC: &str = "keys=prev_pid";
-    let file = tr
-        .events
-        .file_of(&SCHED_SWITCH)
-        .ok_or_else(|| String::from("no sched_switch event file"))?;
-    if crate::events::sched::trace_sched_switch_enabled() {
-        return Err(String::from(
-            "sched_switch has probes already (function_graph, set_event_pid?)",
-        ));
-    }
     let key = crate::sched::current_pid() as i32 as i64 as u64;
     // Preemption off while measuring only: registering and removing the
     // trigger wait for grace periods.
