@@ -434,6 +434,8 @@ impl<'a> Object<'a> {
 
     /// Every relocation against a profiling symbol in an executable section.
     fn mcount_refs(&self) -> Result<Vec<McountRef>> {
+        // LAB 1 BEGIN: mcount_refs (every relocation against mcount or __fentry__ in an executable section)
+        // LAB 1 STUB: unimplemented!("lab 1: Object::mcount_refs: list the relocations against mcount/__fentry__ in executable sections")
         let mut refs = Vec::new();
         for index in 1..self.sections.len() {
             let h = self.header(index)?;
@@ -493,6 +495,7 @@ impl<'a> Object<'a> {
             }
         }
         Ok(refs)
+        // LAB 1 END
     }
 
     fn is_mcount_symbol(&self, sym: &elf::Sym64<Endianness>) -> Result<bool> {
@@ -583,6 +586,9 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
             "has __patchable_function_entries (built with -Z patchable-function-entry): use --mode fentry",
         ));
     }
+    // LAB 1 BEGIN: scan_mcount (check each `call mcount`, record it or NOP it out)
+    // LAB 1 STUB: let _ = (opts, plan);
+    // LAB 1 STUB: unimplemented!("lab 1: scan_mcount: check each call mcount of obj.mcount_refs(), record it in plan or NOP it out")
     for r in obj.mcount_refs()? {
         let section = obj.section_name(r.text);
         let code = obj.section_data(r.text)?;
@@ -649,6 +655,7 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
         }
     }
     Ok(())
+    // LAB 1 END
 }
 
 /// fentry mode: every patchable entry NOP of a traced function is recorded (and

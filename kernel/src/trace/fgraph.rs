@@ -200,6 +200,13 @@ extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps
 /// of the function at `ip` (Linux: prepare_ftrace_return).
 #[inline(always)]
 fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
+    // LAB 4 BEGIN: prepare_ftrace_return (save the return address on the shadow stack, hijack the slot)
+    // LAB 4 STUB: let _ = (ip, parent_slot);
+    // LAB 4 STUB: // Only the first call panics; the calls the panic makes on its way are not traced.
+    // LAB 4 STUB: if GRAPH_DEAD.swap(true, Ordering::SeqCst) {
+    // LAB 4 STUB:     return;
+    // LAB 4 STUB: }
+    // LAB 4 STUB: unimplemented!("lab 4: prepare_ftrace_return: push the return address and hijack *parent_slot")
     // Linux's skip_ftrace_return(): a dead graph, or a slot that is not on
     // a kernel stack.
     let slot = parent_slot as u64;
@@ -219,6 +226,7 @@ fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
         unsafe { parent_slot.write(return_to_handler_addr()) };
     }
     recursion::unlock(bit);
+    // LAB 4 END
 }
 
 /// Pushes a frame for `func`, whose return address `ret` sits in slot
@@ -228,6 +236,9 @@ fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
 /// the recursion lock, so preemption is off.
 #[inline(always)]
 pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
+    // LAB 4 BEGIN: function_graph_enter (push a shadow frame, ask the tracer)
+    // LAB 4 STUB: let _ = (ret, func, retp);
+    // LAB 4 STUB: unimplemented!("lab 4: function_graph_enter: push a frame on the task's shadow stack")
     let Some(ops) = fgraph_ops() else {
         return false;
     };
@@ -248,6 +259,7 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     }
     rs.unreserve(idx);
     false
+    // LAB 4 END
 }
 
 /// Called by `return_to_handler` when a hijacked function returns, with
@@ -256,6 +268,10 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
 /// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name.
 #[no_mangle]
 pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
+    // LAB 4 BEGIN: ftrace_return_to_handler (pop the shadow frame, report the return, give back the real address)
+    // LAB 4 STUB: let _ = retp;
+    // LAB 4 STUB: ftrace_graph_stop();
+    // LAB 4 STUB: unimplemented!("lab 4: ftrace_return_to_handler: pop the shadow frame whose slot is retp")
     let task = crate::sched::current();
     let top = match &task {
         Some(t) => t.ret_stack.top(retp),
@@ -297,6 +313,7 @@ pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
     }
     rs.release(idx);
     frame.ret
+    // LAB 4 END
 }
 
 /// The real return address for a stack slot `retp` that holds `ret`, from

@@ -326,6 +326,9 @@ impl RingBufferPerCpu {
     /// `None` simply hands over to the general path.
     #[inline(always)]
     fn rb_reserve_fast(&self, len: usize, length: usize, ts: u64) -> Option<Reserved> {
+        // LAB 3 BEGIN: rb_reserve_fast (optional: the common case in one pass; None hands over to rb_reserve_next)
+        // LAB 3 STUB: let _ = (len, length, ts);
+        // LAB 3 STUB: None
         // Known at compile time for fixed-size events: no padding after
         // the payload (small form: type_len = len / 4; long form: array[0]).
         let data_off = data_offset(length);
@@ -379,6 +382,7 @@ impl RingBufferPerCpu {
             data: unsafe { event.add(data_off) },
             len,
         })
+        // LAB 3 END
     }
 
     /// Everything else (Linux's reserve loop with rb_move_tail): not inlined,
@@ -457,6 +461,9 @@ impl RingBufferPerCpu {
     /// `__rb_reserve_next`, with the time stamp chosen as described in the
     /// module doc (before_stamp/write_stamp).
     fn rb_reserve_next(&self, len: usize, length: usize, ts: u64, overwrite: bool) -> Step {
+        // LAB 3 BEGIN: rb_reserve_next (reserve one event on the tail page, with the time stamp rules)
+        // LAB 3 STUB: let _ = (len, length, ts, overwrite);
+        // LAB 3 STUB: unimplemented!("lab 3: rb_reserve_next: reserve `length` bytes on the tail page (ring_buffer.c __rb_reserve_next)")
         let pages = self.pages();
         let tail_idx = self.tail_page.load(Acquire);
         let tail_page = &pages[tail_idx];
@@ -555,6 +562,7 @@ impl RingBufferPerCpu {
             data: tail_page.data_ptr(data_start),
             len,
         })
+        // LAB 3 END
     }
 
     /// `rb_move_tail`: the event did not fit on the tail page.
@@ -710,6 +718,8 @@ impl RingBufferPerCpu {
     /// `rb_end_commit`: the outermost writer publishes everything reserved.
     #[inline(always)]
     fn rb_end_commit(&self) {
+        // LAB 3 BEGIN: rb_end_commit (the outermost writer publishes what every nested writer reserved)
+        // LAB 3 STUB: unimplemented!("lab 3: rb_end_commit: publish the commit if this is the outermost writer (ring_buffer.c rb_end_commit)")
         // Every caller did rb_start_commit (Linux: RB_WARN_ON).
         debug_assert!(self.committing.load(Relaxed) != 0);
         loop {
@@ -727,6 +737,7 @@ impl RingBufferPerCpu {
             }
             break;
         }
+        // LAB 3 END
     }
 
     /// `rb_set_commit_to_write`, the common case first: the commit page is

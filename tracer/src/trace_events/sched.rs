@@ -163,6 +163,14 @@ macro_rules! sched_events {
             /// A task exits (`do_exit`).
             event sched_process_exit, id 305,
             (p: &$crate::trace_events::TaskInfo) {
+                // LAB 5 BEGIN: sched_process_exit (the record, its assignment, its format and its printer)
+                // LAB 5 STUB: struct {}
+                // LAB 5 STUB: assign {}
+                // LAB 5 STUB: print_fmt: "\"lab 5: sched_process_exit is not declared yet\"";
+                // LAB 5 STUB: print(e, out, syms) {
+                // LAB 5 STUB:     let _ = (e, out, syms);
+                // LAB 5 STUB:     unimplemented!("lab 5: sched_process_exit: declare the record and its printer");
+                // LAB 5 STUB: }
                 struct {
                     comm: [u8; 16] = "char",
                     pid: i32 = "pid_t",
@@ -183,6 +191,7 @@ macro_rules! sched_events {
                         e.prio
                     );
                 }
+                // LAB 5 END
             }
 
             /// A task moves to another CPU's run queue (`set_task_cpu`).

@@ -34,6 +34,8 @@ global_asm!(
 .global return_to_handler
 .type return_to_handler, @function
 return_to_handler:
+    /* LAB 4 BEGIN: return_to_handler (keep rax/rdx, call ftrace_return_to_handler, jump to the real caller) */
+    /* LAB 4 STUB: ud2                              # lab 4: return_to_handler is not written yet */
     push rax                         /* the return value, into the slot */
     push rdx                         /* rsp is 16-byte aligned again */
     lea rdi, [rsp + 8]               /* retp: the slot */
@@ -42,6 +44,7 @@ return_to_handler:
     pop rdx
     pop rax
     jmp rdi                          /* to the real caller */
+    /* LAB 4 END */
 .size return_to_handler, . - return_to_handler
 .popsection
 "#,
