@@ -82,7 +82,9 @@ errnos! {
     ELOOP = 40, "Too many levels of symbolic links";
     ENODATA = 61, "No data available";
     EOVERFLOW = 75, "Value too large for defined data type";
+    EILSEQ = 84, "Invalid or incomplete multibyte or wide character";
     EOPNOTSUPP = 95, "Operation not supported";
+    EADDRNOTAVAIL = 99, "Cannot assign requested address";
 }
 
 impl Errno {

@@ -53,6 +53,7 @@ pub mod stack_trace;
 #[forbid(unsafe_code)]
 pub mod sysctl;
 pub mod trace_events;
+pub mod trace_probe;
 pub mod tracepoint;
 #[forbid(unsafe_code)]
 pub mod tracing_map;

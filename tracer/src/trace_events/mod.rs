@@ -681,10 +681,14 @@ pub fn all_events() -> impl Iterator<Item = &'static TraceEventCall> {
     SYSTEMS.iter().flat_map(|s| s.events.iter().copied())
 }
 
-/// The event whose records have type `id`.
+/// The event whose records have type `id`: a declared event, or one a
+/// probe definition made (`crate::trace_probe::registry`).
 pub fn find_event(id: u16) -> Option<&'static TraceEventCall> {
     if id <= crate::entry::TRACE_LAST_TYPE {
         return None;
+    }
+    if id >= crate::trace_probe::registry::FIRST_ID {
+        return crate::trace_probe::registry::find(id).map(|e| &e.call);
     }
     all_events().find(|e| e.id == id)
 }

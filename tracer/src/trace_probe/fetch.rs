@@ -1,0 +1,322 @@
+//! Running fetch programs over a probe hit (Linux: `process_fetch_insn`
+//! in trace_kprobe.c, `process_fetch_insn_bottom`, `__get_data_size`
+//! and `store_trace_args` in trace_probe_tmpl.h).
+//!
+//! A program runs in stages: load a value (a register, a stack slot...),
+//! dereference it any number of times, store it into the record in the
+//! arg's type (or copy a string after the fixed part and store its
+//! `__data_loc` word), fix up a bitfield, and loop for an array. Memory is
+//! read through [`FetchEnv::read`], which never faults: a bad address
+//! makes the read fail, and the arg keeps zeros (a string prints
+//! `(fault)`).
+
+use super::{reg, FetchInsn, TraceProbe, MAX_STRING_SIZE};
+
+/// What a fetch program reads: the registers at the hit and kernel memory.
+pub trait FetchEnv {
+    /// The register at index `idx` of [`super::REG_NAMES`].
+    fn reg(&self, idx: u8) -> u64;
+    /// Copies `buf.len()` bytes at `addr`; false (and nothing promised in
+    /// `buf`) if any byte is not readable kernel memory.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> bool;
+    /// The current task's name (`current->comm`).
+    fn comm(&self) -> [u8; 16];
+}
+
+fn read_u64(env: &dyn FetchEnv, addr: u64) -> Option<u64> {
+    let mut b = [0u8; 8];
+    env.read(addr, &mut b).then(|| u64::from_le_bytes(b))
+}
+
+/// `regs_get_kernel_stack_nth`: the Nth word above the stack pointer, 0
+/// if it cannot be read.
+fn stack_nth(env: &dyn FetchEnv, n: u64) -> u64 {
+    let sp = env.reg(reg::SP);
+    read_u64(env, sp.wrapping_add(n.wrapping_mul(8))).unwrap_or(0)
+}
+
+/// `regs_get_kernel_argument`: the System V argument registers, then the
+/// stack above the return address.
+fn kernel_argument(env: &dyn FetchEnv, n: u32) -> u64 {
+    const ARGS: [u8; 6] = [reg::DI, reg::SI, reg::DX, reg::CX, reg::R8, reg::R9];
+    match ARGS.get(n as usize) {
+        Some(&r) => env.reg(r),
+        None => stack_nth(env, n as u64 - ARGS.len() as u64 + 1),
+    }
+}
+
+/// Where stage 1 found a string that is not in memory (`$comm`, `\"..."`).
+enum Src<'a> {
+    Mem,
+    Bytes(&'a [u8]),
+}
+
+/// A string's bytes: at most `MAX_STRING_SIZE` bytes before the NUL.
+fn strlen(env: &dyn FetchEnv, src: &Src<'_>, addr: u64) -> Option<usize> {
+    match src {
+        Src::Bytes(b) => Some(
+            b.iter()
+                .position(|&c| c == 0)
+                .unwrap_or(b.len())
+                .min(MAX_STRING_SIZE),
+        ),
+        Src::Mem => {
+            let mut n = 0usize;
+            loop {
+                let mut c = [0u8; 1];
+                if !env.read(addr.wrapping_add(n as u64), &mut c) {
+                    return None;
+                }
+                if c[0] == 0 || n == MAX_STRING_SIZE {
+                    return Some(n);
+                }
+                n += 1;
+            }
+        }
+    }
+}
+
+/// Loads the `__data_loc` word at `dl` of `rec`.
+fn loc_at(rec: &[u8], dl: usize) -> u32 {
+    rec.get(dl..dl + 4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn put_loc(rec: &mut [u8], dl: usize, loc: u32) {
+    if let Some(b) = rec.get_mut(dl..dl + 4) {
+        b.copy_from_slice(&loc.to_le_bytes());
+    }
+}
+
+/// `fetch_store_string`: copies the string (NUL included, cut to the room
+/// the word at `dl` gives) to where that word points, and rewrites the
+/// word with the length stored (0 when the string could not be read).
+/// Returns the bytes used.
+fn store_string(env: &dyn FetchEnv, src: &Src<'_>, addr: u64, rec: &mut [u8], dl: usize) -> usize {
+    let loc = loc_at(rec, dl);
+    let maxlen = (loc >> 16) as usize;
+    let off = (loc & 0xffff) as usize;
+    if maxlen == 0 {
+        return 0;
+    }
+    let n = match strlen(env, src, addr) {
+        Some(len) => {
+            let n = (len + 1).min(maxlen);
+            let Some(dst) = rec.get_mut(off..off + n) else {
+                return 0;
+            };
+            let ok = match src {
+                Src::Bytes(b) => {
+                    let k = (n - 1).min(b.len());
+                    dst[..k].copy_from_slice(&b[..k]);
+                    true
+                }
+                Src::Mem => env.read(addr, &mut dst[..n - 1]),
+            };
+            dst[n - 1] = 0;
+            if ok {
+                n
+            } else {
+                0
+            }
+        }
+        None => 0,
+    };
+    put_loc(rec, dl, ((n as u32) << 16) | off as u32);
+    n
+}
+
+/// Runs `code` (Linux: `process_fetch_insn`). With `dest`, the record and
+/// the offset of the arg's field: stores the value and returns the
+/// dynamic bytes used. Without: returns the dynamic bytes the strings
+/// need (0 for other args).
+pub fn process_fetch_insn(
+    code: &[FetchInsn],
+    env: &dyn FetchEnv,
+    mut dest: Option<(&mut [u8], usize)>,
+) -> usize {
+    let mut i = 0;
+    let mut src = Src::Mem;
+    // Stage 1: load.
+    let mut val = loop {
+        match code.get(i) {
+            Some(FetchInsn::Reg(r)) => break env.reg(*r),
+            Some(FetchInsn::Stack(n)) => break stack_nth(env, *n as u64),
+            Some(FetchInsn::StackP) => break env.reg(reg::SP),
+            Some(FetchInsn::Retval) => break env.reg(reg::AX),
+            Some(FetchInsn::Imm(v)) => break *v,
+            Some(FetchInsn::Arg(n)) => break kernel_argument(env, *n),
+            Some(FetchInsn::Comm) => {
+                src = Src::Bytes(&[]);
+                break 0;
+            }
+            Some(FetchInsn::Data(d)) => {
+                src = Src::Bytes(d);
+                break 0;
+            }
+            // The symbol's address is in the next `Imm`.
+            Some(FetchInsn::Symbol(_)) => i += 1,
+            _ => return 0,
+        }
+    };
+    let comm;
+    if matches!(code.get(i), Some(FetchInsn::Comm)) {
+        comm = env.comm();
+        src = Src::Bytes(&comm);
+    }
+    i += 1;
+
+    let mut lval = val;
+    let mut total = 0usize;
+    let mut looped = 0u32;
+    // The `__data_loc` word before the last string store (Linux: `loc`).
+    let mut loc = 0u32;
+    'stage2: loop {
+        // Stage 2: dereference.
+        while let Some(FetchInsn::Deref(o) | FetchInsn::UDeref(o)) = code.get(i) {
+            lval = val;
+            match read_u64(env, val.wrapping_add(*o as u64)) {
+                Some(v) => val = v,
+                None => return 0,
+            }
+            i += 1;
+        }
+        let s3 = i;
+        'stage3: loop {
+            let mut ret = 0usize;
+            // Stage 3: store.
+            match (&mut dest, code.get(i)) {
+                (None, Some(FetchInsn::StString { offset } | FetchInsn::StUstring { offset })) => {
+                    ret = strlen(env, &src, val.wrapping_add(*offset as u64)).map_or(0, |n| n + 1);
+                    i += 1;
+                }
+                (None, _) => return 0,
+                (Some((rec, dl)), Some(insn)) => {
+                    let dl = *dl;
+                    match insn {
+                        FetchInsn::StRaw(size) => {
+                            let n = *size as usize;
+                            if let Some(d) = rec.get_mut(dl..dl + n) {
+                                d.copy_from_slice(&val.to_le_bytes()[..n]);
+                            }
+                        }
+                        FetchInsn::StMem { offset, size } | FetchInsn::StUmem { offset, size } => {
+                            let n = *size as usize;
+                            if let Some(d) = rec.get_mut(dl..dl + n) {
+                                if !env.read(val.wrapping_add(*offset as u64), d) {
+                                    d.fill(0);
+                                }
+                            }
+                        }
+                        FetchInsn::StString { offset } | FetchInsn::StUstring { offset } => {
+                            loc = loc_at(rec, dl);
+                            ret =
+                                store_string(env, &src, val.wrapping_add(*offset as u64), rec, dl);
+                        }
+                        _ => return 0,
+                    }
+                    i += 1;
+                    // Stage 4: modify.
+                    if let Some(FetchInsn::ModBf {
+                        basesize,
+                        lshift,
+                        rshift,
+                    }) = code.get(i)
+                    {
+                        apply_bitfield(rec, dl, *basesize, *lshift, *rshift);
+                        i += 1;
+                    }
+                }
+                (Some(_), None) => return 0,
+            }
+            // Stage 5: loop.
+            if let Some(FetchInsn::LpArray(n)) = code.get(i) {
+                total += ret;
+                looped += 1;
+                if looped < *n {
+                    i = s3;
+                    let s3_insn = &code[s3];
+                    if !matches!(
+                        s3_insn,
+                        FetchInsn::StString { .. } | FetchInsn::StUstring { .. }
+                    ) {
+                        let size = match s3_insn {
+                            FetchInsn::StMem { size, .. } | FetchInsn::StUmem { size, .. } => {
+                                *size as usize
+                            }
+                            _ => 0,
+                        };
+                        if let Some((_, dl)) = &mut dest {
+                            *dl += size;
+                        }
+                        val = val.wrapping_add(size as u64);
+                        continue 'stage3;
+                    }
+                    // An array of strings: the next pointer.
+                    i = s3 - 1;
+                    val = lval.wrapping_add(8);
+                    if let Some((rec, dl)) = &mut dest {
+                        *dl += 4;
+                        let len = (loc >> 16).saturating_sub(ret as u32);
+                        put_loc(rec, *dl, (len << 16) | ((loc & 0xffff) + ret as u32));
+                    }
+                    continue 'stage2;
+                }
+                return total;
+            }
+            return ret;
+        }
+    }
+}
+
+fn apply_bitfield(rec: &mut [u8], dl: usize, basesize: u8, lshift: u8, rshift: u8) {
+    let n = basesize as usize;
+    let Some(d) = rec.get_mut(dl..dl + n) else {
+        return;
+    };
+    let mut b = [0u8; 8];
+    b[..n].copy_from_slice(d);
+    let bits = n as u32 * 8;
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let v = u64::from_le_bytes(b);
+    let v = (v.checked_shl(lshift as u32).unwrap_or(0) & mask)
+        .checked_shr(rshift as u32)
+        .unwrap_or(0);
+    d.copy_from_slice(&v.to_le_bytes()[..n]);
+}
+
+/// Dynamic bytes the probe's strings need at this hit (Linux:
+/// `__get_data_size`).
+pub fn get_data_size(tp: &TraceProbe, env: &dyn FetchEnv) -> usize {
+    tp.args
+        .iter()
+        .filter(|a| a.dynamic)
+        .map(|a| process_fetch_insn(&a.code, env, None))
+        .sum()
+}
+
+/// Fills the arguments of a record (Linux: `store_trace_args`): `rec` is
+/// the whole record (common header at 0), at least `tp.args_offset() +
+/// tp.size + dsize` bytes and zeroed; `dsize` is what [`get_data_size`]
+/// gave. Strings go after the fixed part, each `__data_loc` word naming
+/// its bytes.
+pub fn store_trace_args(tp: &TraceProbe, env: &dyn FetchEnv, rec: &mut [u8], dsize: usize) {
+    let data = tp.args_offset() as usize;
+    let mut dyndata = data + tp.size as usize;
+    let mut maxlen = dsize;
+    for a in &tp.args {
+        let dl = data + a.offset as usize;
+        if a.dynamic {
+            put_loc(rec, dl, ((maxlen as u32) << 16) | (dyndata as u32 & 0xffff));
+        }
+        let ret = process_fetch_insn(&a.code, env, Some((&mut *rec, dl)));
+        if a.dynamic {
+            dyndata += ret;
+            maxlen = maxlen.saturating_sub(ret);
+        }
+    }
+}
