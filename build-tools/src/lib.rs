@@ -10,7 +10,8 @@
 //!   checks kallsyms and sorttable make when they open the linked kernel.
 //! - [`event_select`]: which events `ktrace record -e` enables.
 //! - [`tracedat`]: `ktrace`'s trace.dat writer and reader; [`session`]: the
-//!   kernel's console under QEMU, driven by `ktrace` and the QEMU tests.
+//!   kernel's console under QEMU, driven by `ktrace` and the QEMU tests;
+//!   [`progress`]: `ktrace`'s progress bars while the pages arrive.
 #![forbid(unsafe_code)]
 
 pub mod error;
@@ -18,6 +19,7 @@ pub mod event_select;
 pub mod kallsyms;
 mod linked;
 pub mod names;
+pub mod progress;
 pub mod recordmcount;
 pub mod session;
 pub mod sorttable;

@@ -1,10 +1,12 @@
 //! ktrace: trace-cmd for the kernel under QEMU.
 //!
 //!     ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVENT]...
-//!                   [-b KB] [--smp N] [-o FILE] [-v] -- 'SHELL LINE' ['SHELL LINE'...]
-//!     ktrace extract [-o FILE] [--smp N] [-v] -- 'SHELL LINE'...
-//!     ktrace extract [-o FILE] -i CAPTURE
+//!                   [-b KB] [--smp N] [-o FILE] [-v] [PICTURES] -- 'SHELL LINE'...
+//!     ktrace extract [-o FILE] [--smp N] [-v] [PICTURES] -- 'SHELL LINE'...
+//!     ktrace extract [-o FILE] [PICTURES] -i CAPTURE
 //!     ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
+//!     ktrace report [-i FILE] PICTURES
+//!     PICTURES: [--flamegraph OUT.svg] [--folded OUT.txt] [--count] [--chrome OUT.json]
 //!
 //! `record` boots the kernel (`qemu.sh`, COM2 captured to a file), sets the
 //! tracer and filters as `trace-cmd record` does through tracefs, enables
@@ -18,6 +20,15 @@
 //! `trace-export` in its shell). `report` prints a trace.dat like
 //! `trace-cmd report`. A transfer that is corrupt or incomplete is reported
 //! with exit status 1 and no file is written. Usage errors exit with 2.
+//!
+//! The pictures (`report`, or straight from `record`/`extract`): a flame
+//! graph as SVG (`--flamegraph`, drawn by inferno) or as folded stacks
+//! (`--folded`), weighted by self time in ns, or by calls with `--count`
+//! (`tracedat::flame`); a Chrome trace-event timeline (`--chrome`,
+//! `tracedat::chrome`). Each file is written under a temporary name and
+//! renamed, and only once every picture was made: an error leaves none.
+//! `record` and `extract` show the pages arriving on a terminal
+//! (`progress`).
 #![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
@@ -25,8 +36,12 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use build_tools::event_select::select_events;
+use build_tools::progress::Progress;
 use build_tools::session::{error_lines, repo_root, Options, Session};
+use build_tools::tracedat::calls::Trace;
+use build_tools::tracedat::chrome::chrome_trace;
 use build_tools::tracedat::dat::TraceDat;
+use build_tools::tracedat::flame::{fold_trace, folded_text, svg, Weight};
 use build_tools::tracedat::frame::decode_stream;
 use build_tools::tracedat::report::{report, ReportOptions};
 use build_tools::tracedat::trace_dat_from_transfer;
@@ -34,10 +49,13 @@ use build_tools::{Error, Result};
 
 const USAGE: &str = "\
 usage: ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVENT]...
-                     [-b KB] [--smp N] [-o FILE] [-v] -- 'SHELL LINE' ['SHELL LINE'...]
-       ktrace extract [-o FILE] [--smp N] [-v] -- 'SHELL LINE'...
-       ktrace extract [-o FILE] -i CAPTURE
+                     [-b KB] [--smp N] [-o FILE] [-v] [PICTURES] -- 'SHELL LINE'...
+       ktrace extract [-o FILE] [--smp N] [-v] [PICTURES] -- 'SHELL LINE'...
+       ktrace extract [-o FILE] [PICTURES] -i CAPTURE
        ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
+       ktrace report [-i FILE] PICTURES
+PICTURES: --flamegraph OUT.svg (self time in ns; --count: calls), --folded OUT.txt
+          (the same stacks as text), --chrome OUT.json (Chrome trace-event timeline).
 -e EVENT: SYSTEM:EVENT, a SYSTEM, an EVENT name, globs (sched:sched_wak*), or all.
 Each SHELL LINE is one line typed into the kernel's shell (no `;`).
 Output defaults to trace.dat.";
@@ -96,6 +114,83 @@ struct RecordArgs {
     input: Option<PathBuf>,
     verbose: bool,
     lines: Vec<String>,
+    pictures: Pictures,
+}
+
+/// The pictures asked for.
+#[derive(Default)]
+struct Pictures {
+    flamegraph: Option<PathBuf>,
+    folded: Option<PathBuf>,
+    count: bool,
+    chrome: Option<PathBuf>,
+}
+
+impl Pictures {
+    fn any(&self) -> bool {
+        self.flamegraph.is_some() || self.folded.is_some() || self.chrome.is_some()
+    }
+
+    fn check(&self) -> std::result::Result<(), Failure> {
+        if self.count && self.flamegraph.is_none() && self.folded.is_none() {
+            return Err(Failure::Usage(
+                "--count needs --flamegraph or --folded".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes the option at `args[*i]` if it is one of the pictures'.
+    fn parse(&mut self, args: &[String], i: &mut usize) -> std::result::Result<bool, Failure> {
+        let opt = args[*i].as_str();
+        let mut value = || {
+            *i += 1;
+            args.get(*i)
+                .map(PathBuf::from)
+                .ok_or_else(|| Failure::Usage(format!("{opt} needs a value")))
+        };
+        match opt {
+            "--flamegraph" => self.flamegraph = Some(value()?),
+            "--folded" => self.folded = Some(value()?),
+            "--chrome" => self.chrome = Some(value()?),
+            "--count" => self.count = true,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Makes every picture asked for from `dat`, then writes them all.
+    fn write(&self, dat: &TraceDat) -> Result<()> {
+        if !self.any() {
+            return Ok(());
+        }
+        let trace = Trace::new(dat).map_err(|e| Error::new(e.to_string()))?;
+        let mut files: Vec<(&PathBuf, Vec<u8>)> = Vec::new();
+        if self.flamegraph.is_some() || self.folded.is_some() {
+            let weight = if self.count {
+                Weight::Calls
+            } else {
+                Weight::SelfTime
+            };
+            let (folded, source) = fold_trace(&trace, weight).map_err(Error::new)?;
+            if let Some(p) = &self.folded {
+                files.push((p, folded_text(&folded).into_bytes()));
+            }
+            if let Some(p) = &self.flamegraph {
+                files.push((p, svg(&folded, source, weight).map_err(Error::new)?));
+            }
+        }
+        if let Some(p) = &self.chrome {
+            let json = serde_json::to_vec(&chrome_trace(&trace))
+                .map_err(|e| Error::new(format!("writing JSON: {e}")))?;
+            files.push((p, json));
+        }
+        for (path, bytes) in files {
+            write_atomically(path, &bytes)?;
+            eprintln!("ktrace: wrote {}", path.display());
+        }
+        Ok(())
+    }
 }
 
 fn parse_record(args: &[String], record: bool) -> std::result::Result<RecordArgs, Failure> {
@@ -112,6 +207,10 @@ fn parse_record(args: &[String], record: bool) -> std::result::Result<RecordArgs
             .ok_or_else(|| Failure::Usage(format!("{opt} needs a value")))
     };
     while i < args.len() {
+        if a.pictures.parse(args, &mut i)? {
+            i += 1;
+            continue;
+        }
         let opt = args[i].as_str();
         match opt {
             "--" => {
@@ -156,6 +255,7 @@ fn parse_record(args: &[String], record: bool) -> std::result::Result<RecordArgs
     if record && a.tracer.is_none() && a.events.is_empty() {
         return Err(Failure::Usage("record needs -p TRACER or -e EVENT".into()));
     }
+    a.pictures.check()?;
     if a.input.is_some() && !a.lines.is_empty() {
         return Err(Failure::Usage(
             "extract takes -i CAPTURE or shell lines, not both".into(),
@@ -214,7 +314,9 @@ fn record(args: &[String], record: bool) -> std::result::Result<(), Failure> {
         None => {
             let com2 = std::env::temp_dir().join(format!("ktrace-com2-{}.bin", std::process::id()));
             let _ = std::fs::remove_file(&com2);
+            let progress = Progress::start(&com2);
             let result = run_kernel(&a, record, &com2);
+            progress.finish();
             let bytes = std::fs::read(&com2).unwrap_or_default();
             let _ = std::fs::remove_file(&com2);
             result?;
@@ -233,7 +335,8 @@ fn record(args: &[String], record: bool) -> std::result::Result<(), Failure> {
         );
     }
     let dat = trace_dat_from_transfer(t).map_err(|e| Error::new(e.to_string()))?;
-    write_atomically(&a.output, &dat)?;
+    let bytes = dat.to_bytes().map_err(|e| Error::new(e.to_string()))?;
+    write_atomically(&a.output, &bytes)?;
     let pages: Vec<String> = dat
         .cpus
         .iter()
@@ -245,6 +348,7 @@ fn record(args: &[String], record: bool) -> std::result::Result<(), Failure> {
         a.output.display(),
         pages.join(", ")
     );
+    a.pictures.write(&dat)?;
     Ok(())
 }
 
@@ -329,20 +433,32 @@ fn run_lines(s: &mut Session, a: &RecordArgs, record: bool) -> Result<()> {
     Ok(())
 }
 
-/// Writes the file under a temporary name and renames it, so a failure
-/// never leaves a partial trace.dat behind.
-fn write_atomically(path: &Path, dat: &TraceDat) -> Result<()> {
-    let bytes = dat.to_bytes().map_err(|e| Error::new(e.to_string()))?;
-    let tmp = path.with_extension("dat.partial");
-    std::fs::write(&tmp, &bytes).map_err(|e| Error::new(format!("{}: {e}", tmp.display())))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::new(format!("{}: {e}", path.display())))
+/// Writes the file under a temporary name (`NAME.partial`) and renames it,
+/// so a failure never leaves a partial file behind.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    let tmp = path.with_file_name(name);
+    if let Err(e) = std::fs::write(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::new(format!("{}: {e}", tmp.display())));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::new(format!("{}: {e}", path.display()))
+    })
 }
 
 fn report_cmd(args: &[String]) -> std::result::Result<(), Failure> {
     let mut input = PathBuf::from("trace.dat");
     let mut opts = ReportOptions::default();
+    let mut pictures = Pictures::default();
     let mut i = 0;
     while i < args.len() {
+        if pictures.parse(args, &mut i)? {
+            i += 1;
+            continue;
+        }
         let opt = args[i].as_str();
         let mut value = || {
             i += 1;
@@ -382,6 +498,18 @@ fn report_cmd(args: &[String]) -> std::result::Result<(), Failure> {
         std::fs::read(&input).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
     let dat =
         TraceDat::parse(&bytes).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
+    pictures.check()?;
+    if pictures.any() {
+        if !opts.cpus.is_empty() || !opts.events.is_empty() || opts.parent {
+            return Err(Failure::Usage(
+                "--cpu, -F and -O print the report; the pictures take the whole trace".into(),
+            ));
+        }
+        pictures
+            .write(&dat)
+            .map_err(|e| e.context(input.display()))?;
+        return Ok(());
+    }
     let text = report(&dat, &opts).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -9,10 +9,15 @@
 //! serial port in checksummed frames ([`frame`]), and the host side here
 //! turns them into the file ([`dat`], version 6) and prints it the way
 //! `trace-cmd report` does ([`report`]). The `ktrace` command boots the
-//! kernel and drives its shell with [`crate::session`].
+//! kernel and drives its shell with [`crate::session`]. Its pictures: the
+//! calls rebuilt per task ([`calls`]), folded into a flame graph
+//! ([`flame`]) or laid out as a Chrome trace-event timeline ([`chrome`]).
 
 pub use tracer::crc32;
+pub mod calls;
+pub mod chrome;
 pub mod dat;
+pub mod flame;
 pub mod frame;
 pub mod pages;
 pub mod report;
