@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need when it is missing, on Debian:
 #   QEMU (qemu-system-x86_64, or $QEMU), trace-cmd, KernelShark's library
-#   (libkshark, with pkg-config and its headers), a C linker (cc: the host
+#   (libkshark, with pkg-config and its headers), Chromium (headless: the
+#   flame graph test opens ktrace's SVG in it), a C linker (cc: the host
 #   crates link with it), binutils (ld, objdump) new enough for boot/build.sh,
 #   and flock.
 # As root it runs apt-get itself; as another user it runs `sudo -n apt-get`,
@@ -9,7 +10,7 @@
 # run and stops (exit 1). Called by tests/run.sh; tests/tests/install.rs runs
 # it against shims of apt-get, sudo and id to check how it calls them.
 # `--boot` (qemu.sh) leaves out what only the tests need (trace-cmd,
-# KernelShark).
+# KernelShark, Chromium).
 set -euo pipefail
 BOOT_ONLY=0
 [ "${1:-}" = --boot ] && BOOT_ONLY=1
@@ -26,6 +27,7 @@ missing_packages() {
     # files with KernelShark's sched_events plugin).
     [ "$BOOT_ONLY" = 1 ] || { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libkshark 2>/dev/null; } ||
         need+=(kernelshark libkshark-dev libjson-c-dev libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config)
+    [ "$BOOT_ONLY" = 1 ] || command -v chromium >/dev/null 2>&1 || need+=(chromium)
     command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
     { command -v ld >/dev/null 2>&1 && command -v objdump >/dev/null 2>&1; } || need+=(binutils)
     command -v flock >/dev/null 2>&1 || need+=(util-linux)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: host unit tests, model checks and the QEMU tests.
-# Installs what is missing first (tests/install-deps.sh: QEMU, trace-cmd, a C
+# Installs what is missing first (tests/install-deps.sh: QEMU, trace-cmd, Chromium, a C
 # linker, binutils; then the Rust target), so it works on a fresh machine:
 #   ./tests/run.sh            (QEMU=... picks the QEMU binary, as for qemu.sh)
 set -euo pipefail

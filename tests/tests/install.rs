@@ -1,6 +1,6 @@
 //! The install step of `tests/run.sh` (`tests/install-deps.sh`), run against
 //! a `PATH` in which QEMU, trace-cmd, KernelShark's library (pkg-config
-//! finds no libkshark) and cc are missing and `apt-get`, `sudo`
+//! finds no libkshark), Chromium and cc are missing and `apt-get`, `sudo`
 //! and `id` are shims that log how they were called. The shim `apt-get`
 //! "installs" by creating the missing commands, so the script's check after
 //! installing passes only when it asked for the right packages.
@@ -67,6 +67,7 @@ if [ "$1" = install ]; then
       trace-cmd) printf '#!/bin/bash\n' > {bin_s}/trace-cmd; chmod +x {bin_s}/trace-cmd ;;
       gcc) printf '#!/bin/bash\n' > {bin_s}/cc; chmod +x {bin_s}/cc ;;
       libkshark-dev) printf '#!/bin/bash\n' > {bin_s}/pkg-config; chmod +x {bin_s}/pkg-config ;;
+      chromium) printf '#!/bin/bash\n' > {bin_s}/chromium; chmod +x {bin_s}/chromium ;;
     esac
   done
 fi"#
@@ -108,7 +109,7 @@ fi"#
     }
 }
 
-const PKGS: &str = "qemu-system-x86 trace-cmd kernelshark libkshark-dev libjson-c-dev libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config gcc libc6-dev";
+const PKGS: &str = "qemu-system-x86 trace-cmd kernelshark libkshark-dev libjson-c-dev libtracecmd-dev libtraceevent-dev libtracefs-dev pkg-config chromium gcc libc6-dev";
 
 #[test]
 fn as_root_runs_apt_get_itself() {
@@ -177,7 +178,13 @@ fn as_user_without_usable_sudo_says_what_to_run() {
 #[test]
 fn old_binutils_is_refused_clearly() {
     let sb = Sandbox::new("oldld", 0, None);
-    for cmd in ["qemu-system-x86_64", "trace-cmd", "pkg-config", "cc"] {
+    for cmd in [
+        "qemu-system-x86_64",
+        "trace-cmd",
+        "pkg-config",
+        "chromium",
+        "cc",
+    ] {
         write_script(&sb.bin.join(cmd), "true");
     }
     write_script(
@@ -197,7 +204,7 @@ fn honours_qemu_variable() {
     // QEMU names a binary that exists: nothing to install for QEMU.
     let sb = Sandbox::new("qemuvar", 0, None);
     write_script(&sb.bin.join("my-qemu"), "true");
-    for cmd in ["trace-cmd", "pkg-config", "cc"] {
+    for cmd in ["trace-cmd", "pkg-config", "chromium", "cc"] {
         write_script(&sb.bin.join(cmd), "true");
     }
     let out = sb.run_with(&[], &[("QEMU", "my-qemu")]);
@@ -229,4 +236,5 @@ fn boot_mode_leaves_out_trace_cmd() {
         ]
     );
     assert!(!sb.bin.join("trace-cmd").exists());
+    assert!(!sb.bin.join("chromium").exists());
 }

@@ -494,17 +494,17 @@ fn report_cmd(args: &[String]) -> std::result::Result<(), Failure> {
         }
         i += 1;
     }
+    pictures.check()?;
+    if pictures.any() && (!opts.cpus.is_empty() || !opts.events.is_empty() || opts.parent) {
+        return Err(Failure::Usage(
+            "--cpu, -F and -O print the report; the pictures take the whole trace".into(),
+        ));
+    }
     let bytes =
         std::fs::read(&input).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
     let dat =
         TraceDat::parse(&bytes).map_err(|e| Error::new(format!("{}: {e}", input.display())))?;
-    pictures.check()?;
     if pictures.any() {
-        if !opts.cpus.is_empty() || !opts.events.is_empty() || opts.parent {
-            return Err(Failure::Usage(
-                "--cpu, -F and -O print the report; the pictures take the whole trace".into(),
-            ));
-        }
         pictures
             .write(&dat)
             .map_err(|e| e.context(input.display()))?;
