@@ -119,7 +119,10 @@ fn watch(path: &PathBuf, stop: &AtomicBool) {
     let mut counter = PageCounter::default();
     let mut file = None;
     let mut chunk = vec![0u8; 1 << 16];
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        // Read once more after the stop: QEMU has exited by then and the
+        // file is whole.
+        let stopping = stop.load(Ordering::Relaxed);
         if file.is_none() {
             file = std::fs::File::open(path).ok();
         }
@@ -153,6 +156,9 @@ fn watch(path: &PathBuf, stop: &AtomicBool) {
                     b.finish();
                 }
             }
+        }
+        if stopping {
+            break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -295,6 +295,8 @@ fn flame_graph_and_timeline_of_calltree() {
     for p in [d, f, s, j] {
         assert!(err.contains(&format!("ktrace: wrote {p}")), "{err}");
     }
+    // stderr is not a terminal: no progress bars.
+    assert!(!err.contains("pages received"), "{err}");
     let weights = folded(&fold);
     // One task (the shell) ran the tree: its frame heads every stack.
     let task = weights
@@ -467,4 +469,48 @@ fn interrupts_are_frames_of_their_own() {
         }
     }
     assert!(irqs > 0, "no interrupt in 0.2 s: {weights:?}");
+}
+
+/// On a terminal (`script` gives ktrace a pty), `record` shows one bar per
+/// CPU counting the pages as they arrive, ending at the totals the file
+/// got (with stderr not a terminal, none: see the calltree test).
+#[test]
+fn progress_bars_on_a_terminal_only() {
+    let (dat, log) = (scratch("progress.dat"), scratch("progress.log"));
+    let cmd = format!(
+        "{} record -p function_graph -l '*calltree_*' -o {} -- 'calltree 1'",
+        ktrace_bin().display(),
+        dat.display()
+    );
+    let out = Command::new("script")
+        .args(["-qfec", &cmd])
+        .arg(&log)
+        .env("KTRACE_KERNEL", tests::kernel_elf("mcount"))
+        .env("KTRACE_ROOT", root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux) runs a command on a pty");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(out.status.success(), "{text}");
+    // "ktrace: wrote DAT (cpu0: 5 pages, cpu1: 1 pages, ...)"
+    let wrote = text
+        .lines()
+        .find(|l| l.contains("ktrace: wrote"))
+        .unwrap_or_else(|| panic!("{text}"));
+    for cpu in 0..4 {
+        let total = wrote
+            .split(&format!("cpu{cpu}: "))
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .unwrap_or_else(|| panic!("{wrote}"));
+        // The bar's last state: "cpuN <spinner> K pages received".
+        let last = text
+            .rsplit(&format!("cpu{cpu} "))
+            .find_map(|s| {
+                let (before, _) = s.split_once(" pages received")?;
+                before.split_whitespace().last().map(str::to_string)
+            })
+            .unwrap_or_else(|| panic!("no bar for cpu{cpu}: {text}"));
+        assert_eq!(last, total, "cpu{cpu}");
+    }
 }
