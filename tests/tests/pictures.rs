@@ -3,7 +3,8 @@
 //! checked against the workload's call tree (kernel/src/shell/work.rs,
 //! `calltree`) and against `trace-cmd report` of the same trace.dat (the
 //! durations it prints, to the ns); the SVG rendered by headless Chromium;
-//! the Chrome JSON parsed back; a function tracer recording; interrupts.
+//! the Chrome JSON parsed back (calls, and sched_switch as instant events);
+//! a function tracer recording; interrupts; the progress bars on a pty.
 //! Needs trace-cmd and chromium (tests/run.sh installs them).
 
 use std::collections::BTreeMap;
@@ -119,7 +120,7 @@ fn report_calls(report: &str) -> (Vec<ReportCall>, BTreeMap<String, u64>) {
         let Some(lb) = line.find(" [") else { continue };
         let task = line[..lb].trim().to_string();
         let Some((_, rest)) = line.split_once(": funcgraph_") else {
-            panic!("not a graph line: {line:?}");
+            continue;
         };
         let (_, rest) = rest.split_once(':').unwrap();
         let (dur, body) = rest.split_once('|').unwrap();
@@ -281,6 +282,8 @@ fn flame_graph_and_timeline_of_calltree() {
         "function_graph",
         "-l",
         "*calltree_*",
+        "-e",
+        "sched:sched_switch",
         "-o",
         d,
         "--folded",
@@ -372,6 +375,35 @@ fn flame_graph_and_timeline_of_calltree() {
         })
         .collect();
     assert_eq!(got, want);
+    // Every sched_switch is an instant event on its CPU's track, in order,
+    // with its fields.
+    let switches: Vec<(u64, u64)> = report
+        .lines()
+        .filter(|l| l.contains(" sched_switch: "))
+        .map(|l| {
+            let cpu = l.split_once(" [").unwrap().1[..3].parse().unwrap();
+            let next = l.rsplit_once("==> ").unwrap().1;
+            let pid = next.split(' ').next().unwrap().rsplit_once(':').unwrap().1;
+            (cpu, pid.parse().unwrap())
+        })
+        .collect();
+    assert!(!switches.is_empty(), "no sched_switch recorded");
+    let mut instants: Vec<&Value> = evs
+        .iter()
+        .filter(|e| e["ph"] == "i" && e["name"] == "sched_switch")
+        .collect();
+    instants.sort_by(|a, b| a["ts"].as_f64().partial_cmp(&b["ts"].as_f64()).unwrap());
+    assert!(instants.iter().all(|e| e["s"] == "t" && e["pid"] == 1));
+    let got: Vec<(u64, u64)> = instants
+        .iter()
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["next_pid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, switches);
     // What ran on the CPUs: the shell's records make slices on a CPU track.
     assert!(evs
         .iter()
@@ -403,6 +435,8 @@ fn function_tracer_call_counts() {
         "function",
         "-l",
         "*calltree_*",
+        "-e",
+        "sched:sched_switch",
         "-o",
         d,
         "--folded",

@@ -19,8 +19,11 @@
 //!   is the task's `comm-pid`). Each function_graph call is one complete
 //!   event named after the function, with its duration; calls nest by
 //!   time on their task's track as they nested in the program. A call
-//!   whose return is not in the trace is a begin event (`ph: "B"`)
-//!   without an end. Calls in hard-interrupt context have category `irq`,
+//!   whose return is not in the trace ends, on the timeline, where the
+//!   last thing known inside it ends (or where it began), with
+//!   `args.returned: false`, so that the nesting stays right (a begin
+//!   event without its end would swallow the calls after it). Calls in
+//!   hard-interrupt context have category `irq`,
 //!   the others `function`. A function tracer record is an instant event
 //!   on its task's track.
 //!
@@ -83,13 +86,15 @@ impl ChromeTrace {
                 "tid": tid,
                 "args": { "depth": c.depth, "cpu": c.cpu },
             });
-            match c.duration() {
-                Some(d) => {
-                    ev["ph"] = "X".into();
-                    ev["dur"] = us(d).into();
+            ev["ph"] = "X".into();
+            let end = match c.end {
+                Some(end) => end,
+                None => {
+                    ev["args"]["returned"] = false.into();
+                    known_end(c)
                 }
-                None => ev["ph"] = "B".into(),
-            }
+            };
+            ev["dur"] = us(end.saturating_sub(c.start)).into();
             out.push(ev);
             for child in &c.children {
                 walk(child, tid, out);
@@ -199,6 +204,14 @@ impl ChromeTrace {
         all.extend(self.events);
         json!({ "traceEvents": all, "displayTimeUnit": "ns" })
     }
+}
+
+/// The latest time known inside a call: its end, else its last child's.
+fn known_end(c: &Call) -> u64 {
+    c.end
+        .or_else(|| c.children.last().map(known_end))
+        .unwrap_or(c.start)
+        .max(c.start)
 }
 
 /// An event's fields (but the common ones) as JSON: numbers for 1, 2, 4
@@ -362,7 +375,11 @@ mod tests {
             (leaf["ts"].as_f64(), leaf["dur"].as_f64()),
             (Some(1.5), Some(1.25))
         );
-        assert_eq!(find("open", "B")["tid"], 2);
+        let open = find("open", "X");
+        assert_eq!(
+            (open["dur"].as_f64(), &open["args"]["returned"]),
+            (Some(0.0), &json!(false))
+        );
         let name = evs
             .iter()
             .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == 2)
@@ -381,6 +398,32 @@ mod tests {
         assert_eq!(
             (slice["pid"].as_u64(), slice["tid"].as_u64()),
             (Some(1), Some(1))
+        );
+        // A call whose exit was lost ends where its last child ends.
+        let calls = build_calls([
+            e("a", 0, 10_000),
+            e("b", 1, 11_000),
+            e("c", 2, 12_000),
+            x("c", 2, 12_000, 13_000),
+            x("a", 0, 10_000, 20_000),
+        ]);
+        let mut c = ChromeTrace::new(1);
+        c.add_calls(TaskKey::of(8, 0), "t-8", &calls);
+        let v2 = c.into_json();
+        let b = v2["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == "b")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (b["ts"].as_f64(), b["dur"].as_f64()),
+            (Some(11.0), Some(2.0))
+        );
+        assert_eq!(
+            (&b["ph"], &b["args"]["returned"]),
+            (&json!("X"), &json!(false))
         );
         let sw = find("sched_switch", "i");
         assert_eq!(
