@@ -14,6 +14,7 @@ pub mod hook;
 pub mod irqflags;
 pub mod jump_label;
 pub mod kallsyms;
+pub mod kprobes;
 pub mod mm;
 pub mod panic;
 pub mod rcu;
@@ -21,6 +22,7 @@ pub mod sched;
 // The shell only calls safe interfaces.
 #[forbid(unsafe_code)]
 pub mod shell;
+pub mod test_kprobes;
 pub mod test_static_keys;
 pub mod time;
 pub mod trace;
@@ -105,6 +107,7 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     sched::init();
     // Before the other CPUs run: boot-time NOP conversion needs no int3.
     arch::traps::set_int3_hook(arch::text_poke::poke_int3_handler);
+    kprobes::init();
     jump_label::jump_label_init();
     trace::ftrace::ftrace_init();
     let cpus = arch::smp::start_aps(&madt.apic_ids, sched::run_idle);

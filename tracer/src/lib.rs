@@ -37,6 +37,8 @@ pub mod irqsoff;
 pub mod jump_label;
 pub mod kallsyms;
 #[forbid(unsafe_code)]
+pub mod kprobe_insn;
+#[forbid(unsafe_code)]
 pub mod max_latency;
 #[forbid(unsafe_code)]
 pub mod options;

@@ -15,7 +15,8 @@ pub use self::x86_64::{apic_id, cpu_id, nr_cpus, percpu, smp_call_function};
 // instruction pointer, stopping the machine.
 pub use self::x86_64::irqflags;
 pub use self::x86_64::{
-    exit_qemu, frame_pointer, irqs_enabled, rdtsc, return_address, stext, this_ip, PANIC_EXIT,
+    core_kernel_text, exit_qemu, frame_pointer, irqs_enabled, rdtsc, return_address, stext,
+    this_ip, PANIC_EXIT,
 };
 // Device interrupts, exceptions (int3 hook, backtraces) and the console's
 // UART.
@@ -27,3 +28,6 @@ pub use self::x86_64::switch;
 pub use self::x86_64::{fgraph, ftrace, text_poke};
 // Static keys' sites: the asm goto, their bytes, patching them.
 pub use self::x86_64::jump_label;
+// Kprobes' hardware side: the saved registers, decoding, out-of-line
+// slots, the breakpoint's bytes, emulation and single-stepping.
+pub use self::x86_64::{entry, kprobes};

@@ -54,6 +54,11 @@ Commands:
                            self-test (int3: hit its sites while they are being
                            patched; unexpected: a site that holds something
                            else; stress: run them on every CPU while N toggles)
+  kprobe_test boundaries|register SYM[+OFF]|stress MS|text SYM|stats  the kprobe
+                           core's self-test (boundaries: a probe at every
+                           instruction of the target functions; register: ok or
+                           the errno; stress: probes added and removed while 4
+                           CPUs hit them, MS milliseconds; text: the bytes)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
   bench [steps|allcpu]     cost of tracing per call/event/site (BENCHMARKS.md)
@@ -110,6 +115,9 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         }
         "jump_label_test" => {
             out.emit_str(cmd, &crate::test_static_keys::jump_label_test(args));
+        }
+        "kprobe_test" => {
+            out.emit_str(cmd, &crate::test_kprobes::command(args));
         }
         "tracepoint_stress" => match args.first().map_or(Ok(1000), |n| n.parse::<u64>()) {
             Ok(n) if n > 0 => {

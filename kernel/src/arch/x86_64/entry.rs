@@ -6,7 +6,9 @@
 //! jumps to `common_interrupt`, which saves all general registers so that the
 //! stack holds a complete [`PtRegs`]. Rust code gets `&mut PtRegs`: changing
 //! `rip` or `rsp` there changes where the interrupted code resumes (the int3
-//! handler of the code patcher relies on this).
+//! handlers of the code patcher and of kprobes rely on this). The
+//! breakpoint's stub first moves the frame down to leave room for an
+//! emulated push (`int3_entry`).
 use core::arch::global_asm;
 
 /// The registers of the interrupted context, in stack order (Linux: pt_regs).
@@ -47,8 +49,10 @@ idt_stubs:
 .set vec, 0
 .rept 256
     .balign 16
+    .if vec == 3
+    jmp int3_entry
     /* Vectors 8, 10-14, 17, 21, 29, 30: the CPU pushed an error code. */
-    .if (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
+    .elseif (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
     .else
     push 0
     .endif
@@ -56,6 +60,20 @@ idt_stubs:
     jmp common_interrupt
     .set vec, vec + 1
 .endr
+
+/* The breakpoint runs on the interrupted stack. Its handler may emulate
+   a call or a push there (the code patcher's in-flight call sites, a
+   kprobe on `push`), which writes just below the interrupted stack
+   pointer, where the CPU put the exception frame: copy the five words of
+   the frame further down, so that they leave a gap of five words (Linux:
+   the int3 gap of idtentry in entry_64.S). iretq then uses the copy. */
+int3_entry:
+    .rept 5
+    push qword ptr [rsp + 32]
+    .endr
+    push 0
+    push 3
+    jmp common_interrupt
 
 common_interrupt:
     cld

@@ -1,7 +1,9 @@
 //! The global descriptor table and the task-state segment, one per CPU
 //! (Linux: arch/x86/kernel/cpu/common.c, cpu_init). In long mode segments are
 //! flat; the TSS only matters for its interrupt stack table (IST): a double
-//! fault, an NMI or a breakpoint switches to a known-good stack.
+//! fault, an NMI or a machine check switches to a known-good stack. (The
+//! breakpoint runs on the interrupted stack, as Linux's since 4.15: kprobe
+//! handlers run from it and may hit another breakpoint.)
 use alloc::boxed::Box;
 use alloc::vec;
 
@@ -14,15 +16,14 @@ use ::x86_64::VirtAddr;
 /// IST slots (1-based in the IDT, 0-based in the TSS array).
 pub const IST_DOUBLE_FAULT: u16 = 0;
 pub const IST_NMI: u16 = 1;
-pub const IST_BREAKPOINT: u16 = 2;
-pub const IST_MACHINE_CHECK: u16 = 3;
+pub const IST_MACHINE_CHECK: u16 = 2;
 
 const IST_STACK_SIZE: usize = 16 * 1024;
 
 /// Builds and loads this CPU's GDT and TSS. Needs the heap.
 pub fn init() {
     let tss: &'static mut TaskStateSegment = Box::leak(Box::new(TaskStateSegment::new()));
-    for slot in [IST_DOUBLE_FAULT, IST_NMI, IST_BREAKPOINT, IST_MACHINE_CHECK] {
+    for slot in [IST_DOUBLE_FAULT, IST_NMI, IST_MACHINE_CHECK] {
         let stack = vec![0u8; IST_STACK_SIZE].leak();
         let top = stack.as_ptr() as u64 + IST_STACK_SIZE as u64;
         tss.interrupt_stack_table[slot as usize] = VirtAddr::new(top & !0xf);

@@ -32,7 +32,6 @@ pub fn init() {
         for (v, entry) in t.0.iter_mut().enumerate() {
             let ist = match v {
                 2 => gdt::IST_NMI + 1,
-                3 => gdt::IST_BREAKPOINT + 1,
                 8 => gdt::IST_DOUBLE_FAULT + 1,
                 18 => gdt::IST_MACHINE_CHECK + 1,
                 _ => 0,

@@ -12,6 +12,7 @@ pub mod idt;
 pub mod irq;
 pub mod irqflags;
 pub mod jump_label;
+pub mod kprobes;
 pub mod paging;
 pub mod percpu;
 pub mod serial;
@@ -31,12 +32,20 @@ pub const PANIC_EXIT: u32 = 101;
 
 extern "C" {
     static __text_start: u8;
+    static __text_end: u8;
 }
 
 /// The start of the kernel's text (Linux: `_stext`).
 pub fn stext() -> u64 {
     // Taking the address of an extern static reads nothing.
     (&raw const __text_start) as u64
+}
+
+/// True if `addr` is in the kernel's text (Linux: core_kernel_text).
+pub fn core_kernel_text(addr: u64) -> bool {
+    // Taking the addresses of extern statics reads nothing.
+    let end = (&raw const __text_end) as u64;
+    addr >= stext() && addr < end
 }
 
 /// True if interrupts are enabled on this CPU.

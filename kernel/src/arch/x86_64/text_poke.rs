@@ -263,10 +263,10 @@ pub fn stale_int3_hits() -> usize {
     STALE_INT3.load(Ordering::Relaxed)
 }
 
-/// Binary search written out by hand: the int3 handler runs on the
-/// breakpoint's own stack and must not call any traceable code (a generic
-/// helper such as `slice::binary_search` is compiled, and instrumented, in
-/// this crate), or a second int3 would land on the same stack.
+/// Binary search written out by hand: the int3 handler must not call any
+/// traceable code (a generic helper such as `slice::binary_search` is
+/// compiled, and instrumented, in this crate), or it would trace itself and
+/// could trap again on a site of the very batch it is serving.
 #[inline(always)]
 fn find_site(sites: &[PokeSite], ip: u64) -> Option<&PokeSite> {
     let (mut lo, mut hi) = (0, sites.len());
@@ -289,8 +289,9 @@ fn find_site(sites: &[PokeSite], ip: u64) -> Option<&PokeSite> {
 fn emulate(regs: &mut PtRegs, ip: u64, what: Emulate) {
     match what {
         Emulate::Call(target) => {
-            // The int3 ran on its own IST stack, so the interrupted stack has
-            // room below its pointer for the return address.
+            // The int3 entry left a gap between the interrupted stack and its
+            // frame, so there is room below the stack pointer for the return
+            // address.
             regs.rsp -= 8;
             // SAFETY: the interrupted kernel stack, just below its top of stack
             // (kernel code has no red zone).

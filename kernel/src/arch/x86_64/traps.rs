@@ -47,10 +47,34 @@ const EXCEPTION_NAMES: [&str; 32] = [
 /// A handler for int3 installed by the code patcher: returns true when the
 /// breakpoint was one of its own and `regs` now says where to resume.
 static INT3_HOOK: AtomicUsize = AtomicUsize::new(0);
+/// The int3 handler of kprobes, asked after the patcher's.
+static KPROBE_INT3_HOOK: AtomicUsize = AtomicUsize::new(0);
+/// The debug-exception (#DB) handler of kprobes: its single steps.
+static KPROBE_DEBUG_HOOK: AtomicUsize = AtomicUsize::new(0);
 
 /// Installs the int3 handler of the code patcher (Linux: poke_int3_handler).
 pub fn set_int3_hook(hook: fn(&mut PtRegs) -> bool) {
     INT3_HOOK.store(hook as usize, Ordering::Release);
+}
+
+/// Installs the breakpoint and single-step handlers of kprobes (Linux:
+/// kprobe_int3_handler and kprobe_debug_handler, which do_int3 and
+/// exc_debug call). Each returns true when the exception was its own.
+pub fn set_kprobe_hooks(int3: fn(&mut PtRegs) -> bool, debug: fn(&mut PtRegs) -> bool) {
+    KPROBE_INT3_HOOK.store(int3 as usize, Ordering::Release);
+    KPROBE_DEBUG_HOOK.store(debug as usize, Ordering::Release);
+}
+
+#[inline(always)]
+fn call_hook(hook: &AtomicUsize, regs: &mut PtRegs) -> bool {
+    let hook = hook.load(Ordering::Acquire);
+    if hook == 0 {
+        return false;
+    }
+    // SAFETY: only the setters above store here, always valid fn pointers
+    // of this type.
+    let hook: fn(&mut PtRegs) -> bool = unsafe { core::mem::transmute(hook) };
+    hook(regs)
 }
 
 /// The entry stubs' common handler: `regs` is the interrupted context.
@@ -87,38 +111,22 @@ extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
     }
 }
 
-/// Breakpoints being handled on this CPU: the int3 handler runs on its own
-/// IST stack, so a second int3 inside it would overwrite the first's frame.
-static BP_NESTING: [core::sync::atomic::AtomicU32; super::percpu::MAX_CPUS] =
-    [const { core::sync::atomic::AtomicU32::new(0) }; super::percpu::MAX_CPUS];
-
 fn exception(regs: &mut PtRegs) {
     let vector = regs.vector as usize;
-    if vector == 3 {
-        let nesting = &BP_NESTING[super::cpu_id()];
-        if nesting.fetch_add(1, Ordering::Relaxed) != 0 {
-            die(
-                "int3 inside the int3 handler (a traced function on the breakpoint path)",
-                regs,
-            );
-        }
-        let handled = int3(regs);
-        nesting.fetch_sub(1, Ordering::Relaxed);
-        if handled {
-            return;
-        }
+    match vector {
+        3 if do_int3(regs) => return,
+        1 if call_hook(&KPROBE_DEBUG_HOOK, regs) => return,
+        _ => {}
     }
     die(EXCEPTION_NAMES[vector], regs);
 }
 
-fn int3(regs: &mut PtRegs) -> bool {
-    let hook = INT3_HOOK.load(Ordering::Acquire);
-    if hook == 0 {
-        return false;
-    }
-    // SAFETY: only `set_int3_hook` stores here, always a valid fn pointer.
-    let hook: fn(&mut PtRegs) -> bool = unsafe { core::mem::transmute(hook) };
-    hook(regs)
+/// The breakpoint: the code patcher's in-flight sites first, then kprobes
+/// (Linux: do_int3). The handler runs on the interrupted stack (the entry
+/// left a gap below it for an emulated push), so a breakpoint inside a
+/// probe's handler nests like any exception.
+fn do_int3(regs: &mut PtRegs) -> bool {
+    call_hook(&INT3_HOOK, regs) || call_hook(&KPROBE_INT3_HOOK, regs)
 }
 
 static DYING: AtomicBool = AtomicBool::new(false);
