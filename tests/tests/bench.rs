@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 23] = [
+const NAMES: [&str; 25] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -35,6 +35,8 @@ const NAMES: [&str; 23] = [
     "event_disable_all_per_site",
     "boot_nop_per_site",
     "format_per_event",
+    "trace_pipe_per_line",
+    "trace_pipe_raw_per_page",
 ];
 
 /// `bench: NAME VALUE instructions` lines; panics on anything else.

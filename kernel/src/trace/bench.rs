@@ -1011,14 +1011,16 @@ fn static_key_update() -> Result<(u64, u64), String> {
 /// The events are the function tracer's (the leaf called from this
 /// module), written with fixed time stamps so that the text, and so its
 /// cost, does not depend on when the command was typed.
-fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
-    set_tracer("function")?;
+/// Writes `n` function events of the leaf into this CPU's buffer of `tr`
+/// (the buffer reset first), with fixed time stamps 1 µs apart from 1 s, so
+/// that the printed text does not depend on when the command was typed.
+fn write_fn_events(tr: &TraceArray, n: u64) {
     let cpu = arch::cpu_id();
     let site = leaf_record().map(|i| ftrace::records()[i].ip).unwrap_or(0);
     let parent = call_loop as fn(u64, Leaf) -> u64 as usize as u64 + 0x20;
     tr.buffer.reset();
     crate::sched::preempt_disable();
-    for i in 0..N {
+    for i in 0..n {
         let ent = trace_entry(TRACE_FN, tracing_gen_ctx_dec());
         // SAFETY: preemption is off and `cpu` is this CPU.
         if let Some(mut res) = unsafe {
@@ -1035,27 +1037,178 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
         }
     }
     crate::sched::preempt_enable();
+}
+
+/// How many lines of `text` are the leaf's function events.
+fn leaf_lines(text: &[u8]) -> u64 {
+    core::str::from_utf8(text)
+        .unwrap_or("")
+        .lines()
+        .filter(|l| l.contains("ktrace_bench_leaf <-"))
+        .count() as u64
+}
+
+/// `format_per_event`: the `trace` text of one function event
+/// (`print_trace_events`: merge, symbol look-ups, Linux's line format).
+/// The printed lines are checked after the timed batch.
+fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
+    set_tracer("function")?;
+    write_fn_events(tr, N);
     // Keep the events still while they are printed.
     control::tracing_off();
-    let mut lines = 0;
-    let t = min_ticks(
-        || {},
-        || {
-            let mut out = tracer::output::TraceSeq::with_capacity(N as usize * 80);
-            trace::print_trace_events(tr, &mut out);
-            let text = out.as_str().unwrap_or("");
-            lines = text
-                .lines()
-                .filter(|l| l.contains("ktrace_bench_leaf <-"))
-                .count() as u64;
-        },
-    );
+    let mut out = tracer::output::TraceSeq::new();
+    let mut t = u64::MAX;
+    for _ in 0..REPS {
+        out = tracer::output::TraceSeq::with_capacity(N as usize * 80);
+        t = t.min(ticks(|| trace::print_trace_events(tr, &mut out)));
+    }
     control::tracing_on();
     set_tracer("nop")?;
+    let lines = leaf_lines(out.as_bytes());
     if lines != N {
         return Err(format!("{} lines printed for {} events", lines, N));
     }
     Ok((t, N))
+}
+
+/// `trace_pipe_per_line`: reading `trace_pipe` through the file (open
+/// O_NONBLOCK, `read` of 4 KiB until EAGAIN), per function event line:
+/// consuming reads, the printer, the copy to the reader's buffer.
+fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use crate::fs::{vfs, OpenFlags};
+    set_tracer("function")?;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut file = None;
+    let mut got = 0usize;
+    let mut err = None;
+    let mut t = u64::MAX;
+    for _ in 0..REPS {
+        control::tracing_on();
+        write_fn_events(tr, N);
+        control::tracing_off();
+        buf = alloc::vec![0u8; N as usize * 200];
+        got = 0;
+        file = vfs::open(
+            "/tracing/trace_pipe",
+            OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK,
+        )
+        .ok();
+        t = t.min(ticks(|| {
+            let Some(f) = file.as_mut() else { return };
+            while got + 4096 <= buf.len() {
+                match f.read(&mut buf[got..got + 4096]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) => {
+                        if e != crate::fs::Errno::EAGAIN {
+                            err = Some(e);
+                        }
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    drop(file);
+    control::tracing_on();
+    set_tracer("nop")?;
+    if let Some(e) = err {
+        return Err(format!("read: {:?}", e));
+    }
+    let lines = leaf_lines(&buf[..got]);
+    if lines != N {
+        return Err(format!("{} lines read for {} events", lines, N));
+    }
+    Ok((t, N))
+}
+
+/// Function events written for `trace_pipe_raw_per_page`: about 27 full
+/// pages of 145 events (28 bytes each) and a part-filled last one.
+const RAW_EVENTS: u64 = 4000;
+
+/// `trace_pipe_raw_per_page`: reading this CPU's `trace_pipe_raw` through
+/// the file (open O_NONBLOCK, `read` of 4 KiB until EAGAIN), per page:
+/// `ring_buffer_read_page` (the page taken from the buffer, copied into
+/// the file's page) and the copy to the reader's buffer. The pages' events
+/// are counted after the timed batch.
+fn trace_pipe_raw_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use crate::fs::{vfs, OpenFlags};
+    use tracer::ring_buffer::PAGE_SIZE;
+    set_tracer("function")?;
+    let path = format!("/tracing/per_cpu/cpu{}/trace_pipe_raw", arch::cpu_id());
+    let mut buf: Vec<u8> = Vec::new();
+    let mut file = None;
+    let mut got = 0usize;
+    let mut err = None;
+    let mut t = u64::MAX;
+    for _ in 0..REPS {
+        control::tracing_on();
+        write_fn_events(tr, RAW_EVENTS);
+        control::tracing_off();
+        buf = alloc::vec![0u8; 64 * PAGE_SIZE];
+        got = 0;
+        file = vfs::open(&path, OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK).ok();
+        t = t.min(ticks(|| {
+            let Some(f) = file.as_mut() else { return };
+            while got + PAGE_SIZE <= buf.len() {
+                match f.read(&mut buf[got..got + PAGE_SIZE]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) => {
+                        if e != crate::fs::Errno::EAGAIN {
+                            err = Some(e);
+                        }
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    drop(file);
+    control::tracing_on();
+    set_tracer("nop")?;
+    if let Some(e) = err {
+        return Err(format!("read: {:?}", e));
+    }
+    let pages = (got / PAGE_SIZE) as u64;
+    let events: u64 = buf[..got]
+        .chunks_exact(PAGE_SIZE)
+        .map(|p| {
+            tracer::ring_buffer::decode_page(p)
+                .map(|evs| {
+                    evs.filter_map(|e| e.ok())
+                        .filter(|e| e.kind == tracer::ring_buffer::EventKind::Data)
+                        .count() as u64
+                })
+                .unwrap_or(0)
+        })
+        .sum();
+    if got % PAGE_SIZE != 0 || events != RAW_EVENTS {
+        return Err(format!(
+            "{} bytes, {} events read for {} written",
+            got, events, RAW_EVENTS
+        ));
+    }
+    Ok((t, pages))
+}
+
+/// The reading rows (`bench read` prints them alone). The filter holds
+/// the leaf only, so that the function tracer, on while the events are
+/// written, records nothing else.
+fn reading(rep: &mut Report, tr: &TraceArray) {
+    if let Err(e) = set_filter("ktrace_bench_leaf") {
+        for name in [
+            "format_per_event",
+            "trace_pipe_per_line",
+            "trace_pipe_raw_per_page",
+        ] {
+            rep.failed(name, &e);
+        }
+        return;
+    }
+    rep.result("format_per_event", format_cost(tr));
+    rep.result("trace_pipe_per_line", trace_pipe_cost(tr));
+    rep.result("trace_pipe_raw_per_page", trace_pipe_raw_cost(tr));
 }
 
 /// What the command changes, put back afterwards.
@@ -1160,7 +1313,7 @@ fn steps(rep: &mut Report, tr: &TraceArray) {
 }
 
 /// Runs every case and returns the `bench:` lines (`bench steps`: the
-/// breakdown of one event instead).
+/// breakdown of one event instead; `bench read`: the reading rows alone).
 pub fn run(args: &[String]) -> String {
     let Some(tr) = global_trace() else {
         return String::from("bench: no trace array\n");
@@ -1189,6 +1342,13 @@ pub fn run(args: &[String]) -> String {
             tr.buffer.reset();
             return rep.out;
         }
+        Some("read") => {
+            let saved = save();
+            reading(&mut rep, tr);
+            restore(saved);
+            tr.buffer.reset();
+            return rep.out;
+        }
         Some("allcpu") => {
             let saved = save();
             allcpu(&mut rep, tr);
@@ -1198,7 +1358,10 @@ pub fn run(args: &[String]) -> String {
         }
         None => {}
         Some(other) => {
-            return format!("bench: {}: unknown case (bench [steps|allcpu])\n", other);
+            return format!(
+                "bench: {}: unknown case (bench [steps|read|allcpu])\n",
+                other
+            );
         }
     }
     let saved = save();
@@ -1283,7 +1446,7 @@ pub fn run(args: &[String]) -> String {
         nrec,
     );
 
-    rep.result("format_per_event", format_cost(tr));
+    reading(&mut rep, tr);
     // The hist case lives with the hist trigger (super::hist), run with
     // this module's loop; last, since its table changes the heap.
     rep.result(
