@@ -126,9 +126,14 @@ pub fn encode(syms: &[(u64, u32, &str)]) -> Result<Vec<u8>, Error> {
 /// A parsed, validated blob borrowing the bytes it was parsed from.
 #[derive(Debug, Clone, Copy)]
 pub struct KallSyms<'a> {
-    entries: &'a [u8],
+    /// The entries, `count` of them.
+    entries: &'a [[u8; ENTRY_SIZE]],
     strings: &'a [u8],
     count: usize,
+    /// The names are stored back to back in entry order (what [`encode`]
+    /// writes): a name then ends one byte before the next entry's, and
+    /// reading it needs no search for its NUL.
+    packed: bool,
 }
 
 fn le_u32(b: &[u8], at: usize) -> u32 {
@@ -137,9 +142,11 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(v)
 }
 
-fn le_u64(b: &[u8], at: usize) -> u64 {
+/// The start address of an entry.
+#[inline]
+fn entry_addr(e: &[u8; ENTRY_SIZE]) -> u64 {
     let mut v = [0u8; 8];
-    v.copy_from_slice(&b[at..at + 8]);
+    v.copy_from_slice(&e[..8]);
     u64::from_le_bytes(v)
 }
 
@@ -169,11 +176,14 @@ impl<'a> KallSyms<'a> {
             return Err(Error::Truncated);
         }
         let syms = KallSyms {
-            entries: &data[HEADER_SIZE..strings_start],
+            entries: data[HEADER_SIZE..strings_start].as_chunks::<ENTRY_SIZE>().0,
             strings: &data[strings_start..strings_end],
             count,
+            packed: false,
         };
         let mut prev = 0u64;
+        let mut next_name = 0usize;
+        let mut packed = true;
         for index in 0..count {
             let (addr, _, name_off) = syms.raw(index);
             if addr < prev {
@@ -189,8 +199,13 @@ impl<'a> KallSyms<'a> {
                 .position(|&b| b == 0)
                 .ok_or(Error::BadName { index })?;
             core::str::from_utf8(&tail[..len]).map_err(|_| Error::NotUtf8 { index })?;
+            packed &= name_off as usize == next_name;
+            next_name = name_off as usize + len + 1;
         }
-        Ok(syms)
+        Ok(KallSyms {
+            packed: packed && next_name == syms.strings.len(),
+            ..syms
+        })
     }
 
     /// Number of symbols.
@@ -204,28 +219,46 @@ impl<'a> KallSyms<'a> {
     }
 
     /// `(addr, size, name_off)` of entry `index` (< count, checked by callers).
+    #[inline]
     fn raw(&self, index: usize) -> (u64, u32, u32) {
-        let at = index * ENTRY_SIZE;
-        (
-            le_u64(self.entries, at),
-            le_u32(self.entries, at + 8),
-            le_u32(self.entries, at + 12),
-        )
+        let e = &self.entries[index];
+        (entry_addr(e), le_u32(e, 8), le_u32(e, 12))
     }
 
-    fn name(&self, name_off: u32) -> &'a str {
-        // `parse` checked that every name is in bounds, NUL-terminated and UTF-8,
-        // so the fallbacks below are never taken.
-        let tail = self.strings.get(name_off as usize..).unwrap_or(&[]);
-        let len = tail.iter().position(|&b| b == 0).unwrap_or(0);
-        core::str::from_utf8(&tail[..len]).unwrap_or("")
+    /// The name of entry `index` (< count): up to its NUL, which is one
+    /// byte before the next entry's name in a packed table, and otherwise
+    /// found with `memchr` (one word at a time). Not checked for UTF-8
+    /// again: the printer looks up two names per line.
+    #[inline]
+    fn name(&self, index: usize) -> &'a str {
+        let off = self.raw(index).2 as usize;
+        // `parse` checked that every entry's name is in bounds and
+        // NUL-terminated, so the fallbacks are never taken.
+        let bytes = if self.packed {
+            let next = self
+                .entries
+                .get(index + 1)
+                .map_or(self.strings.len(), |e| le_u32(e, 12) as usize);
+            self.strings.get(off..next.saturating_sub(1)).unwrap_or(&[])
+        } else {
+            let tail = self.strings.get(off..).unwrap_or(&[]);
+            core::ffi::CStr::from_bytes_until_nul(tail)
+                .map(|c| c.to_bytes())
+                .unwrap_or(&[])
+        };
+        // SAFETY: `parse` (the only constructor) checked that the bytes from
+        // each entry's name offset to the first NUL are UTF-8, and set
+        // `packed` only when each such NUL is the byte before the next
+        // entry's name (the last one's, the table's last byte): either way
+        // `bytes` is exactly those checked bytes (or empty).
+        unsafe { core::str::from_utf8_unchecked(bytes) }
     }
 
     /// Entry `index` as a [`Symbol`] with the given offset.
     fn symbol(&self, index: usize, offset: u64) -> Symbol<'a> {
-        let (addr, size, name_off) = self.raw(index);
+        let (addr, size, _) = self.raw(index);
         Symbol {
-            name: self.name(name_off),
+            name: self.name(index),
             addr,
             size,
             offset,
@@ -236,15 +269,7 @@ impl<'a> KallSyms<'a> {
     /// binary search. `offset` is `addr - start`.
     pub fn lookup(&self, addr: u64) -> Option<Symbol<'a>> {
         // Index of the first entry that starts after `addr`.
-        let (mut lo, mut hi) = (0usize, self.count);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.raw(mid).0 <= addr {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        let lo = self.entries.partition_point(|e| entry_addr(e) <= addr);
         if lo == 0 {
             return None;
         }
@@ -340,6 +365,36 @@ mod tests {
         let k = KallSyms::parse(&blob).unwrap();
         assert!(k.is_empty());
         assert_eq!(k.lookup(0), None);
+    }
+
+    /// A table whose names are not in entry order (another writer than
+    /// [`encode`]) reads the same as a packed one.
+    #[test]
+    fn names_out_of_entry_order() {
+        let packed = sample();
+        let k = KallSyms::parse(&packed).unwrap();
+        assert!(k.packed);
+        let names: Vec<&str> = k.iter().map(|s| s.name).collect();
+        // The same entries with the string table written in reverse.
+        let mut blob = packed[..HEADER_SIZE + 3 * ENTRY_SIZE].to_vec();
+        let mut strings = Vec::new();
+        let mut offs = [0u32; 3];
+        for i in (0..3).rev() {
+            offs[i] = strings.len() as u32;
+            strings.extend_from_slice(names[i].as_bytes());
+            strings.push(0);
+        }
+        for (i, off) in offs.iter().enumerate() {
+            let at = HEADER_SIZE + i * ENTRY_SIZE + 12;
+            blob[at..at + 4].copy_from_slice(&off.to_le_bytes());
+        }
+        blob.extend_from_slice(&strings);
+        let r = KallSyms::parse(&blob).unwrap();
+        assert!(!r.packed);
+        assert_eq!(r.iter().map(|s| s.name).collect::<Vec<_>>(), names);
+        for a in [0x1000, 0x101f, 0x2000, 0x20ff, 0x3000, 0x300f] {
+            assert_eq!(r.lookup(a), k.lookup(a));
+        }
     }
 
     #[test]

@@ -508,7 +508,7 @@ fn iter_reader(
     let mut it = cpu.and_then(|c| buffer.iter(c));
     core::iter::from_fn(move || {
         it.as_mut()?
-            .next_with(|ts, p| TraceRecord::new(ts, p.to_vec()))
+            .next_with(|ts, p| TraceRecord::from_slice(ts, p, 0))
     })
     .peekable()
 }
@@ -524,9 +524,7 @@ struct ConsumingReader<'a> {
 }
 
 fn record(ts: u64, payload: &[u8], lost: u64) -> TraceRecord {
-    let mut r = TraceRecord::new(ts, payload.to_vec());
-    r.lost_events = lost;
-    r
+    TraceRecord::from_slice(ts, payload, lost)
 }
 
 impl CpuReader for ConsumingReader<'_> {

@@ -46,15 +46,21 @@ pub const TASK_COMM_MAX: usize = 15;
 /// `trace_find_cmdline()`: `<idle>` for pid 0, `<XXX>` for a negative pid,
 /// the saved name (at most 15 bytes), or `<...>` when unknown.
 pub fn find_cmdline(tasks: &dyn TaskNames, pid: i32) -> String {
+    String::from(cmdline_str(tasks, pid))
+}
+
+/// [`find_cmdline`] without the copy: the name borrowed from `tasks`.
+#[inline]
+pub fn cmdline_str(tasks: &dyn TaskNames, pid: i32) -> &str {
     if pid == 0 {
-        return String::from("<idle>");
+        return "<idle>";
     }
     if pid < 0 {
-        return String::from("<XXX>");
+        return "<XXX>";
     }
     match tasks.comm(pid) {
-        Some(c) => String::from(truncate_str(c, TASK_COMM_MAX)),
-        None => String::from("<...>"),
+        Some(c) => truncate_str(c, TASK_COMM_MAX),
+        None => "<...>",
     }
 }
 

@@ -6,7 +6,7 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use super::config::{find_cmdline, OutputConfig, SymbolResolver};
+use super::config::{cmdline_str, find_cmdline, OutputConfig, SymbolResolver};
 use super::seq::TraceSeq;
 use crate::entry::{lat_fmt, task_index_to_char, CtxSwitchEntry, Entry, EventEntry, TraceEntry};
 use crate::options::{TraceOption, TraceOptions};
@@ -75,8 +75,13 @@ pub fn print_context(
     ent: &TraceEntry,
     out: &mut TraceSeq,
 ) {
-    let comm = find_cmdline(cfg.tasks, ent.pid);
-    let _ = write!(out, "{:>16}-{:<7} ", comm, ent.pid);
+    // Written digit by digit rather than through core::fmt: this prefix is
+    // on every line of `trace` and `trace_pipe` (the same text as
+    // `{:>16}-{:<7} [{:03}]` and ` {:5}.{:06}`, host-tested).
+    out.push_str_right(cmdline_str(cfg.tasks, ent.pid), 16);
+    out.push('-');
+    out.push_i64_left(ent.pid as i64, 7);
+    out.push(' ');
     if cfg.options.has(TraceOption::RecordTgid) {
         match cfg.tasks.tgid(ent.pid) {
             Some(t) if t != 0 => {
@@ -85,7 +90,9 @@ pub fn print_context(
             _ => out.push_str("(-------) "),
         }
     }
-    let _ = write!(out, "[{:03}] ", cpu);
+    out.push('[');
+    out.push_u64(cpu as u64, 3, b'0');
+    out.push_str("] ");
     if cfg.options.has(TraceOption::IrqInfo) {
         out.push_str(
             core::str::from_utf8(&lat_fmt(ent.flags, ent.preempt_count)).unwrap_or("....."),
@@ -99,9 +106,13 @@ pub fn print_context(
 pub fn print_time(cfg: &OutputConfig<'_>, ts: u64, out: &mut TraceSeq) {
     if cfg.time_in_ns {
         let t = ns2usecs(ts);
-        let _ = write!(out, " {:5}.{:06}", t / 1_000_000, t % 1_000_000);
+        out.push(' ');
+        out.push_u64(t / 1_000_000, 5, b' ');
+        out.push('.');
+        out.push_u64(t % 1_000_000, 6, b'0');
     } else {
-        let _ = write!(out, " {:12}", ts);
+        out.push(' ');
+        out.push_u64(ts, 12, b' ');
     }
 }
 

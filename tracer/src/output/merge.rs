@@ -20,7 +20,7 @@ use core::iter::Peekable;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceRecord {
     pub ts: u64,
-    pub payload: Vec<u8>,
+    pub payload: Payload,
     pub lost_events: u64,
 }
 
@@ -28,12 +28,131 @@ pub struct TraceRecord {
 pub const LOST_EVENTS_UNKNOWN: u64 = u64::MAX;
 
 impl TraceRecord {
-    pub fn new(ts: u64, payload: Vec<u8>) -> Self {
+    pub fn new(ts: u64, payload: impl Into<Payload>) -> Self {
         TraceRecord {
             ts,
-            payload,
+            payload: payload.into(),
             lost_events: 0,
         }
+    }
+
+    /// A record holding a copy of `payload` (no allocation for the common
+    /// sizes, see [`Payload`]).
+    #[inline]
+    pub fn from_slice(ts: u64, payload: &[u8], lost_events: u64) -> Self {
+        TraceRecord {
+            ts,
+            payload: Payload::from_slice(payload),
+            lost_events,
+        }
+    }
+}
+
+/// The bytes of one record, copied out of the ring buffer for the printer.
+/// Records of up to [`Payload::INLINE`] bytes (a function event is 24, a
+/// function_graph return 40, a sched_switch 64) are held inline, so taking
+/// an event from the buffer does not go to the heap (the heap's first-fit
+/// walk was the largest part of printing one line); longer ones
+/// (`trace_printk`, stack traces) are held in a `Vec`.
+#[derive(Clone)]
+pub struct Payload(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline(u8, [u8; Payload::INLINE]),
+    Heap(Vec<u8>),
+}
+
+impl Payload {
+    /// The longest payload held without an allocation.
+    pub const INLINE: usize = 64;
+
+    /// A copy of `b`.
+    #[inline]
+    pub fn from_slice(b: &[u8]) -> Self {
+        if b.len() <= Self::INLINE {
+            let mut buf = [0u8; Self::INLINE];
+            buf[..b.len()].copy_from_slice(b);
+            Payload(Repr::Inline(b.len() as u8, buf))
+        } else {
+            Payload(Repr::Heap(b.to_vec()))
+        }
+    }
+
+    /// The bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline(len, buf) => &buf[..*len as usize],
+            Repr::Heap(v) => v,
+        }
+    }
+
+    /// The bytes as a vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl From<Vec<u8>> for Payload {
+    fn from(v: Vec<u8>) -> Self {
+        if v.len() <= Self::INLINE {
+            Self::from_slice(&v)
+        } else {
+            Payload(Repr::Heap(v))
+        }
+    }
+}
+
+impl From<&[u8]> for Payload {
+    fn from(b: &[u8]) -> Self {
+        Self::from_slice(b)
+    }
+}
+
+impl core::ops::Deref for Payload {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Payload {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl core::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Payload {}
+
+impl PartialEq<[u8]> for Payload {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<Vec<u8>> for Payload {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl PartialEq<Payload> for Vec<u8> {
+    fn eq(&self, other: &Payload) -> bool {
+        self.as_slice() == other.as_slice()
     }
 }
 
@@ -258,6 +377,21 @@ mod tests {
         let n = core::iter::from_fn(|| m.next_event()).count();
         assert_eq!(n, 3);
         assert!(m.readers[0].peeks >= 3);
+    }
+
+    #[test]
+    fn payloads_inline_and_on_the_heap_read_the_same() {
+        for n in [0, 1, 24, Payload::INLINE, Payload::INLINE + 1, 300] {
+            let bytes: Vec<u8> = (0..n).map(|i| i as u8 ^ 0x5a).collect();
+            let a = Payload::from_slice(&bytes);
+            let b = Payload::from(bytes.clone());
+            assert_eq!(&a[..], &bytes[..]);
+            assert_eq!(a, b);
+            assert_eq!(a, bytes);
+            assert_eq!(a.to_vec(), bytes);
+            assert_eq!(TraceRecord::from_slice(7, &bytes, 2).payload.len(), n);
+        }
+        assert_ne!(Payload::from_slice(&[1]), Payload::from_slice(&[1, 0]));
     }
 
     #[test]
