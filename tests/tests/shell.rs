@@ -171,7 +171,7 @@ fn tracefs_control_files_and_workloads() {
     // Newest tracer first, nop last, as Linux lists them.
     assert_eq!(
         clean(&k.run("cat /tracing/available_tracers")),
-        "function_graph wakeup_rt wakeup preemptirqsoff preemptoff irqsoff function nop\n"
+        "funccount function_graph wakeup_rt wakeup preemptirqsoff preemptoff irqsoff function nop\n"
     );
     assert_eq!(clean(&k.run("cat /tracing/current_tracer")), "nop\n");
     assert_eq!(

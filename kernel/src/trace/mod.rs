@@ -26,6 +26,7 @@ pub mod selftest;
 pub mod snapshot;
 #[allow(clippy::module_inception)] // trace::trace mirrors Linux's kernel/trace/trace.c
 pub mod trace;
+pub mod trace_funccount;
 pub mod trace_irqsoff;
 pub mod trace_sched_wakeup;
 pub mod trace_stack;
@@ -64,6 +65,7 @@ pub fn init() {
         .and_then(|_| instances::init(&root))
         .and_then(|_| trace_stack::init(&root))
         .and_then(|_| ftrace_profile::init(&root))
+        .and_then(|_| trace_funccount::init(&root))
         .and_then(|_| ftrace_dump::init())
         .and_then(|_| register_sysctls());
     if let Err(e) = result {
