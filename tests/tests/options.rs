@@ -12,8 +12,9 @@ fn clean(s: &str) -> String {
 
 const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
 
-/// Options for user space, record-cmd, poll(), the latency tracers and the
-/// function profiler are absent, under every tracer, and writing them fails.
+/// Options for user space, record-cmd, poll() and the latency tracers'
+/// display-graph are absent, under every tracer, and writing them fails;
+/// the function profiler's graph-time is function_graph's.
 #[test]
 fn options_without_meaning_are_unknown() {
     let mut k = Kernel::boot(&["--smp", "2"]);
@@ -24,7 +25,6 @@ fn options_without_meaning_are_unknown() {
         "record-cmd",
         "display-graph",
         "stacktrace",
-        "graph-time",
     ];
     let files = clean(&k.run(&format!("ls {T}/options")));
     let files: Vec<&str> = files.split_whitespace().collect();
@@ -45,6 +45,17 @@ fn options_without_meaning_are_unknown() {
             }
         }
         assert_eq!(clean(&k.run(&format!("cat {T}/trace_options"))), listed);
+        // graph-time is function_graph's, after sleep-time.
+        let lines: Vec<&str> = listed.lines().collect();
+        let graph_time = lines.iter().position(|l| *l == "graph-time");
+        if tracer == "function_graph" {
+            assert_eq!(lines[graph_time.unwrap() - 1], "sleep-time", "{listed}");
+        } else {
+            assert_eq!(graph_time, None, "{listed}");
+        }
+    }
+    for name in ["graph-time"] {
+        assert!(files.contains(&name), "options/{name} missing");
     }
     assert_eq!(k.run(&format!("echo nop > {T}/current_tracer")), "");
 }

@@ -87,6 +87,11 @@ pub struct ShadowStack {
     /// When the task was last switched out, 0 if never while stamping
     /// (Linux: task_struct's ftrace_timestamp).
     ftrace_timestamp: AtomicU64,
+    /// Per frame: the time its callees took, for the function profiler
+    /// with `graph-time` off (Linux: ftrace_ret_stack's subtime). Kept
+    /// apart from the frames, so the function_graph tracer's push does
+    /// not write it.
+    subtime: UnsafeCell<[u64; SHADOW_STACK_DEPTH]>,
 }
 
 // SAFETY: only the task that owns the stack touches it, from its own
@@ -117,6 +122,27 @@ impl ShadowStack {
             bits: AtomicU32::new(0),
             graph_depth: AtomicI32::new(-1),
             ftrace_timestamp: AtomicU64::new(0),
+            subtime: UnsafeCell::new([0; SHADOW_STACK_DEPTH]),
+        }
+    }
+
+    /// The callees' time of frame `i` (0 outside the stack).
+    #[inline(always)]
+    pub fn subtime(&self, i: usize) -> u64 {
+        if i >= SHADOW_STACK_DEPTH {
+            return 0;
+        }
+        // SAFETY: in bounds; as for the frames, only this task's contexts
+        // use its own frames, nested ones strictly above.
+        unsafe { (*self.subtime.get())[i] }
+    }
+
+    /// Sets the callees' time of frame `i` (ignored outside the stack).
+    #[inline(always)]
+    pub fn set_subtime(&self, i: usize, t: u64) {
+        if i < SHADOW_STACK_DEPTH {
+            // SAFETY: as in `subtime`.
+            unsafe { (*self.subtime.get())[i] = t };
         }
     }
 
@@ -402,6 +428,16 @@ mod tests {
         rs.sched_in(1400);
         assert_eq!(rs.frame(0).unwrap().calltime, 1200);
         assert_eq!(rs.frame(1).unwrap().calltime, 1150);
+    }
+
+    #[test]
+    fn subtime_is_per_frame_and_bounded() {
+        let rs = ShadowStack::new();
+        rs.set_subtime(0, 5);
+        rs.set_subtime(1, 7);
+        rs.set_subtime(SHADOW_STACK_DEPTH, 9);
+        assert_eq!((rs.subtime(0), rs.subtime(1)), (5, 7));
+        assert_eq!(rs.subtime(SHADOW_STACK_DEPTH), 0);
     }
 
     #[test]

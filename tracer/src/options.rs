@@ -17,10 +17,9 @@
 //! user space (`userstacktrace`, `sym-userobj`), `record-cmd` (this kernel
 //! saves every task's comm when it is created, whatever the option),
 //! `stacktrace` (it also covers `trace_printk`, which this kernel has
-//! not), for `poll()` on `trace_pipe` (`block`), the latency tracers'
-//! `display-graph` and the function profiler's `graph-time` are not
-//! listed, and writing them is `EINVAL`,
-//! as for any unknown name. So is `hash-ptr`: it changes how trace events
+//! not), for `poll()` on `trace_pipe` (`block`) and the latency tracers'
+//! `display-graph` are not listed, and writing them is `EINVAL`, as for
+//! any unknown name. So is `hash-ptr`: it changes how trace events
 //! print `%p`, and the only ones that print a pointer here, kmem's
 //! `kmalloc` and `kfree`, always print it as Linux does with `hash-ptr`
 //! off (the raw value, 16 hex digits). `fields` came after Linux 6.1 and
@@ -197,8 +196,12 @@ pub mod graph_flags {
     pub const PRINT_IRQS: u32 = 0x80;
     pub const PRINT_TAIL: u32 = 0x100;
     pub const SLEEP_TIME: u32 = 0x200;
-    /// CPU, overhead, duration, irqs and sleep-time.
-    pub const DEFAULT: u32 = PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME;
+    /// `graph-time`: the function profiler counts the time of a
+    /// function's callees in its time.
+    pub const GRAPH_TIME: u32 = 0x400;
+    /// CPU, overhead, duration, irqs, sleep-time and graph-time.
+    pub const DEFAULT: u32 =
+        PRINT_CPU | PRINT_OVERHEAD | PRINT_DURATION | PRINT_IRQS | SLEEP_TIME | GRAPH_TIME;
 }
 
 /// nop tracer's self-test options (trace_nop.c).
@@ -229,7 +232,7 @@ const FUNC_OPTS: [TracerOpt; 2] = [
     },
 ];
 
-const GRAPH_OPTS: [TracerOpt; 9] = {
+const GRAPH_OPTS: [TracerOpt; 10] = {
     use graph_flags::*;
     [
         TracerOpt {
@@ -267,6 +270,10 @@ const GRAPH_OPTS: [TracerOpt; 9] = {
         TracerOpt {
             name: "sleep-time",
             bit: SLEEP_TIME,
+        },
+        TracerOpt {
+            name: "graph-time",
+            bit: GRAPH_TIME,
         },
     ]
 };

@@ -25,7 +25,7 @@ fn default_listing_per_tracer() {
         o.trace_options_text(Tracer::FunctionGraph),
         format!(
             "{CORE_DEFAULT}nofuncgraph-overrun\nfuncgraph-cpu\nfuncgraph-overhead\nnofuncgraph-proc\nfuncgraph-duration\n\
-             nofuncgraph-abstime\nfuncgraph-irqs\nnofuncgraph-tail\nsleep-time\n"
+             nofuncgraph-abstime\nfuncgraph-irqs\nnofuncgraph-tail\nsleep-time\ngraph-time\n"
         )
     );
 }
@@ -127,7 +127,6 @@ fn options_without_meaning_here_are_unknown() {
         "record-cmd",
         "display-graph",
         "stacktrace",
-        "graph-time",
         "hash-ptr",
         "fields",
     ] {
@@ -154,7 +153,7 @@ fn options_without_meaning_here_are_unknown() {
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();
-    assert_eq!(names.len(), 21 + 2 + 2 + 9);
+    assert_eq!(names.len(), 21 + 2 + 2 + 10);
     assert!(
         names.contains(&"funcgraph-proc")
             && names.contains(&"func_stack_trace")

@@ -42,6 +42,7 @@ Commands:
   exit [N]                 stop the machine with exit code N
   crash [pagefault|ud2]    panic on purpose, or take a CPU exception (to see the reports)
   calltree [N]             run a small fixed call tree N times (function_graph demo)
+  profnest [N]             run a parent and two children of known lengths N times (profiler demo)
   ringbuf markers|resize|rawdump|bigmarker|snapshot ...  ring buffer workloads (tests)
   latency irqsoff|preemptoff US   spin US microseconds with interrupts / preemption off
   trace_printk [-n] N      call trace_printk!() N times (-n: without a newline)
@@ -100,6 +101,7 @@ pub fn run_command(argv: &[String], out: &mut Output) {
         "chrt" => super::rt::chrt(args, out, run_command),
         "wakeup_busy" => super::rt::wakeup_busy(args, out),
         "calltree" => super::work::calltree(args, out),
+        "profnest" => super::work::profnest(args, out),
         "ftrace_check" => {
             out.emit_str(cmd, &crate::trace::selftest::ftrace_check_text());
         }

@@ -18,9 +18,12 @@
 //! - Each frame records `retp`, the address of the stack slot it hijacked.
 //!   The return checks it (Linux's frame-pointer test) and unwinders use it
 //!   to translate `return_to_handler` back ([`ftrace_graph_ret_addr`]).
-//! - One user (the function_graph tracer) plugs in with [`register_ftrace_graph`]:
-//!   its `entryfunc` decides whether a call is hijacked, its `retfunc` sees
-//!   every return of a hijacked call (Linux: struct fgraph_ops).
+//! - One user at a time plugs in with [`register_ftrace_graph`] (a second
+//!   gets EBUSY, as in Linux 6.1): the function_graph tracer, a latency
+//!   tracer with `display-graph`, or the function profiler. Its
+//!   `entryfunc` decides whether a call is hijacked, its `retfunc` sees
+//!   every return of a hijacked call, and its `ops` is the ftrace_ops
+//!   through which the calls reach the core (Linux: struct fgraph_ops).
 //! - While a user is registered, a probe on the scheduler's switch hook
 //!   ([`ftrace_graph_probe_sched_switch`]) implements the tracer's
 //!   `sleep-time` option: when it is off, the time a task spends switched
@@ -72,6 +75,10 @@ pub struct FgraphOps {
     /// Returns true to hijack the call (its return will be seen).
     pub entryfunc: fn(&FtraceGraphEnt, &ShadowStack) -> bool,
     pub retfunc: fn(&FtraceGraphRet, &ShadowStack),
+    /// The ftrace_ops registered while this user is: [`GRAPH_OPS`] (the
+    /// global filter, skipped while `tracing_on` is 0) or an ops of the
+    /// user's whose callback is [`ftrace_graph_entry_func`].
+    pub ops: &'static FtraceOps,
 }
 
 static FGRAPH_OPS: AtomicPtr<FgraphOps> = AtomicPtr::new(core::ptr::null_mut());
@@ -106,6 +113,22 @@ pub fn ftrace_graph_sleep_time_control(enable: bool) {
     FGRAPH_SLEEP_TIME.store(enable, Ordering::Relaxed);
 }
 
+/// The function profiler counts the time of a function's callees in its
+/// time (the function_graph tracer's `graph-time` option, on by default;
+/// Linux: fgraph_graph_time).
+static FGRAPH_GRAPH_TIME: AtomicBool = AtomicBool::new(true);
+
+/// Linux: ftrace_graph_graph_time_control.
+pub fn ftrace_graph_graph_time_control(enable: bool) {
+    FGRAPH_GRAPH_TIME.store(enable, Ordering::Relaxed);
+}
+
+/// The `graph-time` option's value.
+#[inline(always)]
+pub fn fgraph_graph_time() -> bool {
+    FGRAPH_GRAPH_TIME.load(Ordering::Relaxed)
+}
+
 /// The probe's data: this probe needs none.
 const NO_DATA: *mut () = core::ptr::null_mut();
 
@@ -132,8 +155,10 @@ fn ftrace_graph_probe_sched_switch(
     next.ret_stack.sched_in(now);
 }
 
-/// Installs `ops` and starts hijacking the calls GRAPH_OPS selects
-/// (Linux: register_ftrace_graph). Only one user at a time: EBUSY.
+/// Installs `ops` and starts hijacking the calls its ftrace_ops selects
+/// (Linux: register_ftrace_graph). Only one user at a time: EBUSY, as in
+/// Linux 6.1 (so the function profiler cannot be enabled while
+/// function_graph is the current tracer, nor the other way round).
 pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
     let p = ops as *const FgraphOps as *mut FgraphOps;
     if FGRAPH_OPS
@@ -147,7 +172,7 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
     }
-    if let Err(e) = ftrace::register_ftrace_function(&GRAPH_OPS) {
+    if let Err(e) = ftrace::register_ftrace_function(ops.ops) {
         let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
@@ -159,7 +184,13 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
 /// keep returning through `return_to_handler`, which pops them; their
 /// returns are recorded only while a user is registered.
 pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
-    let _ = ftrace::unregister_ftrace_function(&GRAPH_OPS);
+    if !core::ptr::eq(
+        fgraph_ops().map_or(core::ptr::null(), |o| o as *const _),
+        ops,
+    ) {
+        return;
+    }
+    let _ = ftrace::unregister_ftrace_function(ops.ops);
     let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
     let p = ops as *const FgraphOps as *mut FgraphOps;
     let _ =
@@ -192,6 +223,13 @@ pub extern "C" fn ftrace_graph_func(ip: u64, parent_slot: *mut u64, op: &FtraceO
 
 /// The part of [`ftrace_graph_func`] that runs with `tracing_on` 1.
 extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    prepare_ftrace_return(ip, parent_slot);
+}
+
+/// The callback of a graph user's own ftrace_ops that wants every call
+/// whatever `tracing_on` (the function profiler's; Linux's fgraph_ops.ops
+/// with ftrace_graph_func).
+pub extern "C" fn ftrace_graph_entry_func(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
     prepare_ftrace_return(ip, parent_slot);
 }
 

@@ -1,51 +1,93 @@
-//! The function profiler: how often each function was called, per CPU
-//! (Linux: kernel/trace/ftrace.c, the CONFIG_FUNCTION_PROFILER part).
+//! The function profiler: how often each function was called and how long
+//! it took, per CPU (Linux: kernel/trace/ftrace.c, the
+//! CONFIG_FUNCTION_PROFILER part, with CONFIG_FUNCTION_GRAPH_TRACER).
 //!
 //! Writing a non-zero number to `function_profile_enabled` zeroes the
-//! counters and registers [`PROFILE_OPS`], an ftrace_ops on the global
-//! filter (so `set_ftrace_filter` and `set_ftrace_notrace` choose the
-//! functions, as for the function tracer). Its callback finds the record
-//! of the traced call site and adds one to this CPU's counter for it.
-//! Writing 0 unregisters the ops: the counters stay as they were, and
-//! `trace_stat/functionN` keeps showing them until the next enable.
+//! statistics and registers [`FPROFILER_OPS`] with the function-graph core:
+//! its ftrace_ops is on the global filter (so `set_ftrace_filter` and
+//! `set_ftrace_notrace` choose the functions, as for the function tracer).
+//! - The entry hook (`profile_graph_entry`) finds the record of the traced
+//!   call site, adds one to this CPU's hit counter for it, zeroes the
+//!   frame's callees' time and asks for the return.
+//! - The return hook (`profile_graph_return`) adds the call's duration
+//!   (`rettime - calltime`) and its square to this CPU's sums for the
+//!   function; with the function_graph tracer's `graph-time` option off,
+//!   the callees' time is taken out (`tracer::function_profile::self_time`).
 //!
-//! The counters are preallocated when the profiler is first enabled: one
-//! per CPU per record (Linux preallocates one profile record per traced
-//! function per CPU too), so the callback never allocates and never takes
-//! a lock: it only increments a counter of its own CPU.
+//! The graph core serves one user at a time, as Linux 6.1's: enabling the
+//! profiler while function_graph (or a latency tracer with `display-graph`)
+//! holds it fails with EBUSY, and so does selecting function_graph while
+//! the profiler runs. Writing 0 unregisters: the statistics stay as they
+//! were, and `trace_stat/functionN` keeps showing them until the next enable.
 //!
-//! Linux adds the Time, Avg and s^2 columns when function_graph is built
-//! in, through a second fgraph user; this profiler counts hits only, and
-//! prints what Linux prints without function_graph.
+//! The statistics are preallocated when the profiler is first enabled: one
+//! record per CPU per call site (Linux preallocates one profile record per
+//! traced function per CPU too), so the hooks never allocate and never take
+//! a lock: they only update records of their own CPU.
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use spin::{Mutex, Once};
 
-use super::ftrace::{self, recursion, FtraceOps};
+use super::fgraph::{self, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack};
+use super::ftrace::{self, FtraceOps};
 use super::global_ops;
 use crate::arch::percpu;
 use crate::fs::tracefs::{self, Dentry, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::Errno;
+use tracer::function_profile::ProfileRec;
 
-/// The profiler's ops, on the global filter's records (Linux:
-/// ftrace_profile_ops with ftrace_ops_set_global_filter).
+/// The profiler's ftrace_ops, on the global filter's records (Linux:
+/// fprofiler_ops.ops with ftrace_ops_set_global_filter). Not gated by
+/// `tracing_on`: the profiler counts whatever the ring buffer does.
 static PROFILE_OPS: FtraceOps =
-    FtraceOps::new("profile", function_profile_call).with_hash(&global_ops::GLOBAL_HASH);
+    FtraceOps::new("profile", fgraph::ftrace_graph_entry_func).with_hash(&global_ops::GLOBAL_HASH);
 
-/// The counters: `nr_cpus` rows of one counter per record, made at the
-/// first enable (Linux: ftrace_profile_init's pages).
+/// The profiler's hooks in the graph core (Linux: fprofiler_ops).
+static FPROFILER_OPS: FgraphOps = FgraphOps {
+    entryfunc: profile_graph_entry,
+    retfunc: profile_graph_return,
+    ops: &PROFILE_OPS,
+};
+
+/// The statistics: `nr_cpus` rows of one record per call site, made at
+/// the first enable (Linux: ftrace_profile_init's pages).
 static COUNTS: Once<Counts> = Once::new();
+
+/// One CPU's record of one call site (Linux: struct ftrace_profile),
+/// written only by its CPU with preemption off; atomics for the readers.
+#[derive(Default)]
+struct Rec {
+    hits: AtomicU64,
+    time: AtomicU64,
+    time_squared: AtomicU64,
+}
+
+impl Rec {
+    fn get(&self) -> ProfileRec {
+        ProfileRec {
+            hits: self.hits.load(Ordering::Relaxed),
+            time: self.time.load(Ordering::Relaxed),
+            time_squared: self.time_squared.load(Ordering::Relaxed),
+        }
+    }
+
+    fn clear(&self) {
+        self.hits.store(0, Ordering::Relaxed);
+        self.time.store(0, Ordering::Relaxed);
+        self.time_squared.store(0, Ordering::Relaxed);
+    }
+}
 
 struct Counts {
     records: usize,
-    hits: Vec<AtomicU64>,
+    recs: Vec<Rec>,
 }
 
 impl Counts {
-    fn cpu(&self, cpu: usize) -> &[AtomicU64] {
-        self.hits
+    fn cpu(&self, cpu: usize) -> &[Rec] {
+        self.recs
             .get(cpu * self.records..(cpu + 1) * self.records)
             .unwrap_or(&[])
     }
@@ -78,23 +120,59 @@ fn record_of(ip: u64) -> Option<usize> {
     None
 }
 
-/// The callback (Linux: function_profile_call): one more hit for `ip` on
-/// this CPU.
-extern "C" fn function_profile_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {
-    let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
-        return;
-    };
-    if let (Some(c), Some(i)) = (COUNTS.get(), record_of(ip)) {
-        if let Some(h) = c.cpu(crate::arch::cpu_id()).get(i) {
-            // Preemption is off (trylock): only this CPU writes this
-            // counter; the atomic is for the readers on other CPUs.
-            h.store(h.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        }
-    }
-    recursion::unlock(bit);
+/// This CPU's record of call site `ip`, if the profiler has records.
+#[inline(always)]
+fn this_cpu_rec(ip: u64) -> Option<&'static Rec> {
+    let (c, i) = (COUNTS.get()?, record_of(ip)?);
+    c.cpu(crate::arch::cpu_id()).get(i)
 }
 
-/// Makes the counters if they are not yet (ENOMEM if they cannot be).
+/// The entry hook (Linux: profile_graph_entry and function_profile_call):
+/// one more hit for the function on this CPU, the frame's callees' time
+/// zeroed; the return is wanted. The graph core holds the recursion lock
+/// (preemption off).
+fn profile_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return false;
+    }
+    if let Some(r) = this_cpu_rec(trace.func) {
+        // Only this CPU writes this record; the atomic is for the readers.
+        r.hits
+            .store(r.hits.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+    rs.set_subtime(trace.depth as usize, 0);
+    true
+}
+
+/// The return hook (Linux: profile_graph_return): the call's time, and
+/// its square, added to this CPU's record of the function.
+fn profile_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
+    if !ENABLED.load(Ordering::Relaxed) || trace.calltime == 0 {
+        return;
+    }
+    let depth = trace.depth as usize;
+    let duration = trace.rettime.wrapping_sub(trace.calltime);
+    let mut parent = depth.checked_sub(1).map(|p| rs.subtime(p));
+    let t = tracer::function_profile::self_time(
+        fgraph::fgraph_graph_time(),
+        duration,
+        parent.as_mut(),
+        rs.subtime(depth),
+    );
+    if let (Some(p), Some(v)) = (depth.checked_sub(1), parent) {
+        rs.set_subtime(p, v);
+    }
+    let flags = crate::arch::irqflags::arch_local_irq_save();
+    if let Some(r) = this_cpu_rec(trace.func) {
+        let mut rec = r.get();
+        rec.add_time(t);
+        r.time.store(rec.time, Ordering::Relaxed);
+        r.time_squared.store(rec.time_squared, Ordering::Relaxed);
+    }
+    crate::arch::irqflags::arch_local_irq_restore(flags);
+}
+
+/// Makes the records if they are not yet (ENOMEM if they cannot be).
 fn counts() -> Result<&'static Counts, Errno> {
     if let Some(c) = COUNTS.get() {
         return Ok(c);
@@ -103,15 +181,16 @@ fn counts() -> Result<&'static Counts, Errno> {
     let n = records
         .checked_mul(percpu::nr_cpus())
         .ok_or(Errno::ENOMEM)?;
-    let mut hits = Vec::new();
-    hits.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
-    hits.resize_with(n, || AtomicU64::new(0));
-    Ok(COUNTS.call_once(|| Counts { records, hits }))
+    let mut recs = Vec::new();
+    recs.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    recs.resize_with(n, Rec::default);
+    Ok(COUNTS.call_once(|| Counts { records, recs }))
 }
 
 /// A write to `function_profile_enabled` (Linux: ftrace_profile_write):
-/// enabling resets the counters and registers the ops, disabling
-/// unregisters it. If registering fails, the profiler stays off.
+/// enabling resets the statistics and registers with the graph core
+/// (EBUSY while another user holds it), disabling unregisters. If
+/// registering fails, the profiler stays off.
 fn profile_store(text: &str) -> Result<(), Errno> {
     let want = tracer::function_profile::parse_enabled(text.as_bytes())?;
     let _g = PROFILE_LOCK.lock();
@@ -120,26 +199,31 @@ fn profile_store(text: &str) -> Result<(), Errno> {
     }
     if want {
         let c = counts()?;
-        for h in &c.hits {
-            h.store(0, Ordering::Relaxed);
+        for r in &c.recs {
+            r.clear();
         }
         global_ops::ftrace_update_global_hash();
-        ftrace::register_ftrace_function(&PROFILE_OPS)?;
+        ENABLED.store(true, Ordering::Relaxed);
+        if let Err(e) = fgraph::register_ftrace_graph(&FPROFILER_OPS) {
+            ENABLED.store(false, Ordering::Relaxed);
+            return Err(e);
+        }
     } else {
-        // Linux ignores the result too: the ops is off the list either way.
-        let _ = ftrace::unregister_ftrace_function(&PROFILE_OPS);
+        ENABLED.store(false, Ordering::Relaxed);
+        fgraph::unregister_ftrace_graph(&FPROFILER_OPS);
     }
-    ENABLED.store(want, Ordering::Relaxed);
     Ok(())
 }
 
 /// `trace_stat/function<cpu>` (Linux: function_stat_headers and
-/// function_stat_show over the sorted records).
+/// function_stat_show over the records sorted by function_stat_cmp).
 fn function_stat_show(cpu: usize) -> String {
-    let hits = COUNTS.get().map(|c| c.cpu(cpu)).unwrap_or(&[]);
-    tracer::function_profile::show(hits.iter().map(|h| h.load(Ordering::Relaxed)), |i| {
-        ftrace::record_name(i).into()
-    })
+    let recs = COUNTS.get().map(|c| c.cpu(cpu)).unwrap_or(&[]);
+    tracer::function_profile::show(
+        recs.iter().map(Rec::get),
+        |i| ftrace::record_name(i).into(),
+        super::max_trace::tracing_thresh(),
+    )
 }
 
 /// Creates `function_profile_enabled` and `trace_stat/functionN`, one file

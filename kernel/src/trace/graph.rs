@@ -214,6 +214,7 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
 static FUNCGRAPH_OPS: FgraphOps = FgraphOps {
     entryfunc: trace_graph_entry,
     retfunc: trace_graph_return,
+    ops: &fgraph::GRAPH_OPS,
 };
 
 fn graph_trace_init(_tr: &super::trace::TraceArray) -> Result<(), Errno> {
@@ -255,6 +256,7 @@ pub fn options_changed() {
         SKIP_IRQS.store(flags & graph_flags::PRINT_IRQS == 0, Ordering::Relaxed);
         // Linux: func_graph_set_flag.
         super::fgraph::ftrace_graph_sleep_time_control(flags & graph_flags::SLEEP_TIME != 0);
+        super::fgraph::ftrace_graph_graph_time_control(flags & graph_flags::GRAPH_TIME != 0);
         update_graph_slow();
     }
 }
