@@ -12,7 +12,11 @@
 //!   trace; a shorter section does not replace it, writing 0 resets it,
 //!   `tracing_thresh` keeps every section above it even when shorter than
 //!   the maximum; the forced options and their restoration, EBUSY for the
-//!   snapshot files and a second array, EINVAL for clearing `overwrite`.
+//!   snapshot files and a second array, EINVAL for clearing `overwrite`;
+//!   in an instance, the functions of the instance's own filter;
+//! - `display-graph`: the functions inside the section as a call graph
+//!   with Linux's columns, the switch restarting the tracer, and the
+//!   function-graph core's one user at a time (the profiler: EINVAL/EBUSY).
 
 use std::time::Duration;
 
@@ -303,6 +307,31 @@ fn irqsoff_and_preemptoff_keep_the_longest_section() {
     );
     assert_eq!(run(&mut k, "latency irqsoff 5000"), "");
     assert!(max_latency_of(&mut k, "instances/foo") >= 5000);
+    // The functions inside, as at the top level (Linux: the instance's
+    // tr->ops), on the instance's own filter.
+    let trace = run(&mut k, "cat instances/foo/trace");
+    assert!(
+        trace.contains(&format!(
+            ": {SHELL}::latency_spin_step <-{SHELL}::irqsoff_section"
+        )),
+        "{trace}"
+    );
+    assert_eq!(
+        run(
+            &mut k,
+            "echo '*calltree_leaf' > instances/foo/set_ftrace_filter"
+        ),
+        ""
+    );
+    assert_eq!(
+        run(&mut k, "echo 0 > instances/foo/tracing_max_latency"),
+        ""
+    );
+    assert_eq!(run(&mut k, "latency irqsoff 20000"), "");
+    assert!(max_latency_of(&mut k, "instances/foo") >= 20000);
+    let trace = run(&mut k, "cat instances/foo/trace");
+    assert!(trace.contains("# irqsoff latency trace"), "{trace}");
+    assert!(!trace.contains("latency_spin_step"), "{trace}");
     assert_eq!(run(&mut k, "echo nop > instances/foo/current_tracer"), "");
     assert_eq!(run(&mut k, "rmdir instances/foo"), "");
 
@@ -368,6 +397,150 @@ fn switching_tracers_under_load_leaves_nothing_behind() {
     assert_eq!(jmp_sites(&mut k), keys);
     let fc = run(&mut k, "ftrace_check");
     assert!(fc.contains(" 0 bad, 0 call ftrace_caller,"), "{fc}");
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}
+
+/// The graph lines of `trace` (after the column titles) that call `func`
+/// as a leaf: (REL TIME µs, duration µs).
+fn graph_leaves(trace: &str, func: &str) -> Vec<(u64, f64)> {
+    trace
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.ends_with(&format!("  {func}();")))
+        .map(|l| {
+            // `%9llu us |  ` ` %d) ` `comm-pid` ` | ` ` flags | ` `  D us    |  `
+            let rel: u64 = l[..9].trim().parse().unwrap_or_else(|_| panic!("{l:?}"));
+            assert_eq!(&l[9..15], " us | ", "{l:?}");
+            let cols: Vec<&str> = l.split(" | ").collect();
+            let dur = cols[3]
+                .trim()
+                .strip_suffix(" us")
+                .and_then(|d| d.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{l:?}"));
+            (rel, dur)
+        })
+        .collect()
+}
+
+/// display-graph: the section's functions printed as function_graph
+/// prints them, with Linux's latency columns (Linux: irqsoff_print_line,
+/// print_graph_function_flags with CPU, PROC, REL_TIME and DURATION);
+/// switching it restarts the tracer; one user of the function-graph core
+/// at a time.
+#[test]
+fn irqsoff_display_graph() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(run(&mut k, &format!("cd {T}")), "");
+    assert_eq!(run(&mut k, "cat options/display-graph"), "0\n");
+    assert_eq!(run(&mut k, "echo irqsoff > current_tracer"), "");
+    let us = 20_000;
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    assert_near(max_latency(&mut k), us);
+
+    // Setting it restarts the tracer: the maximum starts over (the
+    // interrupts' own short sections raise it again at once).
+    assert_eq!(run(&mut k, "echo display-graph > trace_options"), "");
+    assert_eq!(run(&mut k, "cat options/display-graph"), "1\n");
+    assert!(max_latency(&mut k) < us);
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let max = max_latency(&mut k);
+    assert_near(max, us);
+    let trace = run(&mut k, "cat trace");
+    let lines: Vec<&str> = trace.lines().collect();
+    assert_eq!(lines[0], "# tracer: irqsoff", "{trace}");
+    assert!(
+        lines[2].starts_with("# irqsoff latency trace v1.1.5 on "),
+        "{trace}"
+    );
+    assert_eq!(header_latency(&trace), max, "{trace}");
+    assert_eq!(
+        lines[8],
+        format!("#  => started at: {SHELL}::latency_spin_irqsoff")
+    );
+    let sp = " ".repeat(37);
+    for (i, want) in [
+        format!("#{sp}  _-----=> irqs-off        "),
+        format!("#{sp} / _----=> need-resched    "),
+        format!("#{sp}| / _---=> hardirq/softirq "),
+        format!("#{sp}|| / _--=> preempt-depth   "),
+        format!("#{sp}||| /                      "),
+        "#   REL TIME      CPU  TASK/PID       ||||     DURATION                  FUNCTION CALLS"
+            .to_string(),
+        "#      |          |     |    |        ||||      |   |                     |   |   |   |"
+            .to_string(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        // After print_trace_header's two closing `#` lines.
+        assert_eq!(lines[12 + i], want, "{trace}");
+    }
+    // The start: a zero-length call at 0 µs, interrupts off.
+    let first = lines[19];
+    assert!(first.starts_with("        0 us |  "), "{trace}");
+    assert!(
+        first.ends_with(&format!("  0.000 us    |  {SHELL}::irqsoff_section();")),
+        "{trace}"
+    );
+    assert!(first.contains(" |  d"), "interrupts off: {first}");
+    // The spinning function, once per 50 µs step, each with its duration,
+    // inside the section.
+    let steps = graph_leaves(&trace, &format!("{SHELL}::latency_spin_step"));
+    assert!(steps.len() >= 100, "{} steps in\n{trace}", steps.len());
+    assert!(steps.windows(2).all(|w| w[0].0 <= w[1].0), "{trace}");
+    assert!(steps.iter().all(|&(rel, _)| rel <= max), "{trace}");
+    let total: f64 = steps.iter().map(|s| s.1).sum();
+    assert!(total > 0.0 && total < max as f64, "{total} of {max} us");
+    // No function line of the plain format, and the stack trace as usual.
+    assert!(!trace.contains("latency_spin_step <-"), "{trace}");
+    assert!(trace.contains(": <stack trace>"), "{trace}");
+    assert!(
+        trace.contains(&format!("\n => {SHELL}::latency_spin_irqsoff\n")),
+        "{trace}"
+    );
+
+    // One user of the function-graph core at a time (Linux 6.1): the
+    // profiler cannot start meanwhile...
+    let ebusy = "sh: echo: write error: Device or resource busy\n";
+    assert_eq!(run(&mut k, "echo 1 > function_profile_enabled"), ebusy);
+    assert_eq!(run(&mut k, "cat function_profile_enabled"), "0\n");
+    // ...and, cleared, the tracer goes back to function records.
+    assert_eq!(run(&mut k, "echo 0 > options/display-graph"), "");
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let trace = run(&mut k, "cat trace");
+    assert!(!trace.contains("FUNCTION CALLS"), "{trace}");
+    assert!(
+        trace.contains(&format!(
+            ": {SHELL}::latency_spin_step <-{SHELL}::irqsoff_section"
+        )),
+        "{trace}"
+    );
+    // With the profiler holding the core, setting display-graph is
+    // refused (Linux: the tracer's flag_changed fails, EINVAL) and the
+    // tracer keeps recording functions.
+    assert_eq!(run(&mut k, "echo 1 > function_profile_enabled"), "");
+    assert_eq!(run(&mut k, "echo 1 > options/display-graph"), EINVAL);
+    assert_eq!(run(&mut k, "cat options/display-graph"), "0\n");
+    assert_eq!(run(&mut k, "echo 0 > tracing_max_latency"), "");
+    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let trace = run(&mut k, "cat trace");
+    assert!(trace.contains("latency_spin_step <-"), "{trace}");
+    assert_eq!(run(&mut k, "echo 0 > function_profile_enabled"), "");
+
+    // Selected with display-graph already set, it starts in graph mode.
+    assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
+    assert_eq!(run(&mut k, "echo 1 > options/display-graph"), "");
+    assert_eq!(run(&mut k, "echo preemptoff > current_tracer"), "");
+    assert_eq!(run(&mut k, &format!("latency preemptoff {us}")), "");
+    let trace = run(&mut k, "cat trace");
+    assert!(trace.contains("# preemptoff latency trace"), "{trace}");
+    assert!(
+        graph_leaves(&trace, &format!("{SHELL}::latency_spin_step")).len() >= 100,
+        "{trace}"
+    );
+    assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
+    assert_eq!(run(&mut k, "echo 0 > options/display-graph"), "");
+
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }

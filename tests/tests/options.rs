@@ -12,9 +12,9 @@ fn clean(s: &str) -> String {
 
 const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
 
-/// Options for user space, record-cmd, poll() and the latency tracers'
-/// display-graph are absent, under every tracer, and writing them fails;
-/// the function profiler's graph-time is function_graph's.
+/// Options for user space, record-cmd and poll() are absent, under every
+/// tracer, and writing them fails; display-graph is a core option and the
+/// function profiler's graph-time is function_graph's.
 #[test]
 fn options_without_meaning_are_unknown() {
     let mut k = Kernel::boot(&["--smp", "2"]);
@@ -23,7 +23,6 @@ fn options_without_meaning_are_unknown() {
         "userstacktrace",
         "sym-userobj",
         "record-cmd",
-        "display-graph",
         "stacktrace",
     ];
     let files = clean(&k.run(&format!("ls {T}/options")));
@@ -45,8 +44,12 @@ fn options_without_meaning_are_unknown() {
             }
         }
         assert_eq!(clean(&k.run(&format!("cat {T}/trace_options"))), listed);
-        // graph-time is function_graph's, after sleep-time.
+        // display-graph is a core option (Linux 6.1's TRACE_ITER_DISPLAY_GRAPH,
+        // listed under every tracer, after function-fork); graph-time is
+        // function_graph's, after sleep-time.
         let lines: Vec<&str> = listed.lines().collect();
+        let at = lines.iter().position(|l| *l == "nofunction-fork").unwrap();
+        assert_eq!(lines[at + 1], "nodisplay-graph", "{listed}");
         let graph_time = lines.iter().position(|l| *l == "graph-time");
         if tracer == "function_graph" {
             assert_eq!(lines[graph_time.unwrap() - 1], "sleep-time", "{listed}");
@@ -54,7 +57,7 @@ fn options_without_meaning_are_unknown() {
             assert_eq!(graph_time, None, "{listed}");
         }
     }
-    for name in ["graph-time"] {
+    for name in ["display-graph", "graph-time"] {
         assert!(files.contains(&name), "options/{name} missing");
     }
     assert_eq!(k.run(&format!("echo nop > {T}/current_tracer")), "");

@@ -370,6 +370,66 @@ fn wakeup_tracers_measure_the_woken_task() {
     assert!(run(&mut k, &format!("cat {T}/trace"))
         .starts_with("# tracer: wakeup\n#\n# wakeup latency trace"));
 
+    // display-graph: the wakee's CPU's functions as a call graph (Linux:
+    // wakeup_print_line with PROC, CPU, REL_TIME, DURATION, OVERHEAD and
+    // IRQS), the wake-up and switch records as comments; setting it
+    // restarts the tracer (the maximum starts over).
+    run(&mut k, &format!("echo wakeup_rt > {T}/current_tracer"));
+    run(&mut k, &format!("wakeup_busy -f 50 {busy_us}"));
+    assert!(max_latency(&mut k) >= busy_us);
+    assert_eq!(
+        run(&mut k, &format!("echo 1 > {T}/options/display-graph")),
+        ""
+    );
+    assert_eq!(max_latency(&mut k), 0);
+    run(&mut k, &format!("wakeup_busy -f 50 {busy_us}"));
+    let lat = max_latency(&mut k);
+    assert!((busy_us..busy_us + slack_us).contains(&lat), "{lat}");
+    let trace = run(&mut k, &format!("cat {T}/trace"));
+    assert!(
+        trace.contains(
+            "\n#   REL TIME      CPU  TASK/PID       ||||     DURATION                  FUNCTION CALLS\n"
+        ),
+        "{trace}"
+    );
+    let wake = line_with(&trace, "   + [003]");
+    assert!(
+        wake.contains(" |  /* ") && wake.ends_with(": 49:R wakee */"),
+        "{wake}"
+    );
+    let switch = line_with(&trace, " ==> [003]");
+    assert!(switch.contains(" 3)    busy-"), "{switch}");
+    assert!(switch.ends_with(": 49:R wakee */"), "{switch}");
+    // Between them, on CPU 3: the busy task's exit as a graph, with
+    // durations, and the scheduler function the switch probe names.
+    let on_cpu3: Vec<&str> = trace
+        .lines()
+        .skip_while(|l| !l.contains("   + [003]"))
+        .take_while(|l| !l.contains(" ==> [003]"))
+        .filter(|l| l.contains(" 3)    busy-"))
+        .collect();
+    assert!(
+        on_cpu3.iter().any(|l| l.ends_with("exit_current() {")),
+        "{trace}"
+    );
+    assert!(
+        on_cpu3.iter().any(|l| l.contains(" us ")
+            && (l.ends_with('}') || l.ends_with(");"))
+            && !l.ends_with("__schedule();")),
+        "{trace}"
+    );
+    assert!(
+        on_cpu3
+            .last()
+            .is_some_and(|l| l.ends_with("::__schedule();")),
+        "{trace}"
+    );
+    assert!(!trace.contains(" <-"), "{trace}");
+    assert_eq!(
+        run(&mut k, &format!("echo 0 > {T}/options/display-graph")),
+        ""
+    );
+
     // Leaving the tracer restores the options.
     run(&mut k, &format!("echo nop > {T}/current_tracer"));
     let opts = run(&mut k, &format!("cat {T}/trace_options"));

@@ -23,7 +23,7 @@ use core::fmt::Write;
 use crate::entry::{lat_fmt, Entry, GraphEntEntry, GraphRetEntry, TraceEntry};
 use crate::options::{graph_flags::*, TraceOption, Tracer};
 use crate::output::config::{find_cmdline, truncate_str, OutputConfig};
-use crate::output::format::{print_trace_event, trace_find_mark, write_ps};
+use crate::output::format::{print_ctxwake, print_trace_event, trace_find_mark, write_ps};
 use crate::output::header::{print_trace_header, BufferStats, LatencyInfo};
 use crate::output::merge::EventSource;
 use crate::output::seq::TraceSeq;
@@ -70,6 +70,10 @@ enum Fill {
 /// Per-CPU printer state of one open `trace`/`trace_pipe` file.
 pub struct GraphState {
     cpu_data: Vec<FgraphCpuData>,
+    /// The flags another tracer prints with (Linux's
+    /// `print_graph_function_flags(iter, flags)`); None: function_graph's
+    /// own options.
+    flags: Option<u32>,
 }
 
 /// tracing_thresh on the recording side: with a threshold set, entries are
@@ -157,8 +161,13 @@ fn graph_flags(cfg: &OutputConfig<'_>) -> u32 {
 }
 
 /// `print_graph_duration()`.
-fn print_graph_duration(cfg: &OutputConfig<'_>, duration: u64, fill: Fill, out: &mut TraceSeq) {
-    let flags = graph_flags(cfg);
+fn print_graph_duration(
+    cfg: &OutputConfig<'_>,
+    flags: u32,
+    duration: u64,
+    fill: Fill,
+    out: &mut TraceSeq,
+) {
     if flags & PRINT_DURATION == 0 || !cfg.options.has(TraceOption::ContextInfo) {
         return;
     }
@@ -198,7 +207,21 @@ impl GraphState {
     pub fn new(nr_cpus: usize) -> Self {
         GraphState {
             cpu_data: alloc::vec![FgraphCpuData::new(); nr_cpus],
+            flags: None,
         }
+    }
+
+    /// State for a tracer that prints graphs with fixed `flags` (the
+    /// latency tracers with `display-graph`).
+    pub fn with_flags(nr_cpus: usize, flags: u32) -> Self {
+        GraphState {
+            flags: Some(flags),
+            ..GraphState::new(nr_cpus)
+        }
+    }
+
+    fn flags(&self, cfg: &OutputConfig<'_>) -> u32 {
+        self.flags.unwrap_or_else(|| graph_flags(cfg))
     }
 
     fn data(&mut self, cpu: usize) -> &mut FgraphCpuData {
@@ -229,11 +252,15 @@ impl GraphState {
                 self.print_graph_return(cfg, cpu, ts, r, out);
                 true
             }
-            Entry::Function(_)
-            | Entry::Stack(_)
-            | Entry::FuncRepeats(_)
-            | Entry::CtxSwitch(_)
-            | Entry::Other(_) => false,
+            // Linux: "dont trace stack and functions as comments".
+            Entry::Function(_) | Entry::Stack(_) | Entry::FuncRepeats(_) | Entry::Other(_) => false,
+            Entry::CtxSwitch(c) => {
+                // The wakeup tracers' records, as their event prints them.
+                let mut text = TraceSeq::new();
+                print_ctxwake(cfg, c, &mut text);
+                self.print_graph_comment(cfg, cpu, ts, &c.ent, text.as_bytes(), out);
+                true
+            }
             Entry::Print(p) => {
                 self.print_graph_comment(cfg, cpu, ts, &p.ent, &p.buf, out);
                 true
@@ -273,12 +300,12 @@ impl GraphState {
     /// The columns before the duration: abs time, CPU, task, latency flags.
     fn print_context_columns(
         cfg: &OutputConfig<'_>,
+        flags: u32,
         cpu: usize,
         ts: u64,
         ent: &TraceEntry,
         out: &mut TraceSeq,
     ) {
-        let flags = graph_flags(cfg);
         if flags & PRINT_ABS_TIME != 0 {
             print_graph_abs_time(ts, out);
         }
@@ -303,8 +330,10 @@ impl GraphState {
 
     /// `print_graph_irq()`: the `==========>` / `<==========` line around a
     /// function in the irq-entry section.
+    #[allow(clippy::too_many_arguments)]
     fn print_graph_irq(
         cfg: &OutputConfig<'_>,
+        flags: u32,
         cpu: usize,
         ts: u64,
         ent: &TraceEntry,
@@ -316,15 +345,15 @@ impl GraphState {
             return;
         }
         if cfg.options.has(TraceOption::ContextInfo) {
-            Self::print_context_columns(cfg, cpu, ts, ent, out);
+            Self::print_context_columns(cfg, flags, cpu, ts, ent, out);
         }
-        print_graph_duration(cfg, 0, Fill::Start, out);
+        print_graph_duration(cfg, flags, 0, Fill::Start, out);
         out.push_str(if entering {
             "==========>"
         } else {
             "<=========="
         });
-        print_graph_duration(cfg, 0, Fill::End, out);
+        print_graph_duration(cfg, flags, 0, Fill::End, out);
         out.push('\n');
     }
 
@@ -339,13 +368,14 @@ impl GraphState {
         out: &mut TraceSeq,
     ) {
         self.verif_pid(cfg, cpu, ent.pid, out);
+        let flags = self.flags(cfg);
         if let Some(addr) = irq_addr {
-            Self::print_graph_irq(cfg, cpu, ts, ent, addr, true, out);
+            Self::print_graph_irq(cfg, flags, cpu, ts, ent, addr, true, out);
         }
         if !cfg.options.has(TraceOption::ContextInfo) {
             return;
         }
-        Self::print_context_columns(cfg, cpu, ts, ent, out);
+        Self::print_context_columns(cfg, flags, cpu, ts, ent, out);
     }
 
     /// `check_irq_entry()`: with `funcgraph-irqs` off, hide everything from
@@ -357,7 +387,7 @@ impl GraphState {
         addr: u64,
         depth: i32,
     ) -> bool {
-        if graph_flags(cfg) & PRINT_IRQS != 0 {
+        if self.flags(cfg) & PRINT_IRQS != 0 {
             return false;
         }
         let inside = Self::in_irqentry(cfg, addr);
@@ -374,7 +404,7 @@ impl GraphState {
 
     /// `check_irq_return()`.
     fn check_irq_return(&mut self, cfg: &OutputConfig<'_>, cpu: usize, depth: i32) -> bool {
-        if graph_flags(cfg) & PRINT_IRQS != 0 {
+        if self.flags(cfg) & PRINT_IRQS != 0 {
             return false;
         }
         let d = self.data(cpu);
@@ -419,6 +449,7 @@ impl GraphState {
             return;
         }
         self.print_graph_prologue(cfg, cpu, ts, &call.ent, Some(call.func), out);
+        let flags = self.flags(cfg);
 
         match Self::get_return_for_leaf(src, cpu, call) {
             Some(ret) => {
@@ -428,11 +459,11 @@ impl GraphState {
                 if call.depth >= 0 && (call.depth as usize) < FTRACE_RETFUNC_DEPTH {
                     d.enter_funcs[call.depth as usize] = 0;
                 }
-                print_graph_duration(cfg, ret.duration(), Fill::None, out);
+                print_graph_duration(cfg, flags, ret.duration(), Fill::None, out);
                 indent(call.depth, out);
                 write_ps(out, cfg.syms, call.func);
                 out.push_str("();\n");
-                Self::print_graph_irq(cfg, cpu, ts, &call.ent, ret.func, false, out);
+                Self::print_graph_irq(cfg, flags, cpu, ts, &call.ent, ret.func, false, out);
             }
             None => {
                 // print_graph_entry_nested()
@@ -441,7 +472,7 @@ impl GraphState {
                 if call.depth >= 0 && (call.depth as usize) < FTRACE_RETFUNC_DEPTH {
                     d.enter_funcs[call.depth as usize] = call.func;
                 }
-                print_graph_duration(cfg, 0, Fill::Full, out);
+                print_graph_duration(cfg, flags, 0, Fill::Full, out);
                 indent(call.depth, out);
                 write_ps(out, cfg.syms, call.func);
                 out.push_str("() {\n");
@@ -472,9 +503,9 @@ impl GraphState {
             }
         }
         self.print_graph_prologue(cfg, cpu, ts, &trace.ent, None, out);
-        print_graph_duration(cfg, trace.duration(), Fill::None, out);
+        let flags = self.flags(cfg);
+        print_graph_duration(cfg, flags, trace.duration(), Fill::None, out);
         indent(trace.depth, out);
-        let flags = graph_flags(cfg);
         if func_match && flags & PRINT_TAIL == 0 {
             out.push_str("}\n");
         } else {
@@ -485,7 +516,7 @@ impl GraphState {
         if flags & PRINT_OVERRUN != 0 {
             let _ = writeln!(out, " (Overruns: {})", trace.overrun);
         }
-        Self::print_graph_irq(cfg, cpu, ts, &trace.ent, trace.func, false, out);
+        Self::print_graph_irq(cfg, flags, cpu, ts, &trace.ent, trace.func, false, out);
     }
 
     /// `print_graph_comment()`: another event inside the graph, printed as
@@ -501,7 +532,7 @@ impl GraphState {
     ) {
         let depth = self.data(cpu).depth;
         self.print_graph_prologue(cfg, cpu, ts, ent, None, out);
-        print_graph_duration(cfg, 0, Fill::Full, out);
+        print_graph_duration(cfg, self.flags(cfg), 0, Fill::Full, out);
         if depth > 0 {
             indent(depth + 1, out);
         }
@@ -597,6 +628,19 @@ pub fn print_graph_headers(
     lat: &LatencyInfo,
     empty: bool,
 ) {
+    print_graph_headers_flags(out, cfg, stats, lat, empty, graph_flags(cfg));
+}
+
+/// [`print_graph_headers`] with another tracer's fixed flags (Linux:
+/// print_graph_headers_flags).
+pub fn print_graph_headers_flags(
+    out: &mut TraceSeq,
+    cfg: &OutputConfig<'_>,
+    stats: &BufferStats,
+    lat: &LatencyInfo,
+    empty: bool,
+    flags: u32,
+) {
     let o = cfg.options;
     if !o.has(TraceOption::ContextInfo) {
         return;
@@ -608,7 +652,7 @@ pub fn print_graph_headers(
         }
         print_trace_header(out, cfg, stats, lat);
     }
-    print_graph_column_headers(out, graph_flags(cfg), latfmt);
+    print_graph_column_headers(out, flags, latfmt);
 }
 
 /// function_graph's printer for one open `trace`/`trace_pipe` file
@@ -649,5 +693,59 @@ impl TracerOutput for GraphOutput {
         out: &mut TraceSeq,
     ) -> bool {
         self.state.print_line(cfg, src, cpu, ts, entry, out)
+    }
+}
+
+/// The flags the irqsoff tracers print a graph with (Linux trace_irqsoff.c's
+/// GRAPH_TRACER_FLAGS).
+pub const IRQSOFF_GRAPH_FLAGS: u32 = PRINT_CPU | PRINT_PROC | PRINT_REL_TIME | PRINT_DURATION;
+/// The wakeup tracers' (Linux trace_sched_wakeup.c's GRAPH_TRACER_FLAGS).
+pub const WAKEUP_GRAPH_FLAGS: u32 =
+    PRINT_PROC | PRINT_CPU | PRINT_REL_TIME | PRINT_DURATION | PRINT_OVERHEAD | PRINT_IRQS;
+
+/// A latency tracer's printer (Linux: irqsoff_print_header/print_line and
+/// wakeup's): with the `display-graph` option, the graph printer with the
+/// tracer's fixed flags; without, the default printer.
+pub struct LatencyGraphOutput {
+    state: GraphState,
+    flags: u32,
+}
+
+impl LatencyGraphOutput {
+    pub fn new(nr_cpus: usize, flags: u32) -> Self {
+        LatencyGraphOutput {
+            state: GraphState::with_flags(nr_cpus, flags),
+            flags,
+        }
+    }
+}
+
+impl TracerOutput for LatencyGraphOutput {
+    fn print_header(
+        &self,
+        out: &mut TraceSeq,
+        cfg: &OutputConfig<'_>,
+        stats: &BufferStats,
+        lat: &LatencyInfo,
+        empty: bool,
+    ) -> bool {
+        if !cfg.options.has(TraceOption::DisplayGraph) {
+            return false;
+        }
+        print_graph_headers_flags(out, cfg, stats, lat, empty, self.flags);
+        true
+    }
+
+    fn print_line(
+        &mut self,
+        cfg: &OutputConfig<'_>,
+        src: &mut dyn EventSource,
+        cpu: usize,
+        ts: u64,
+        entry: &Entry,
+        out: &mut TraceSeq,
+    ) -> bool {
+        cfg.options.has(TraceOption::DisplayGraph)
+            && self.state.print_line(cfg, src, cpu, ts, entry, out)
     }
 }

@@ -17,9 +17,8 @@
 //! user space (`userstacktrace`, `sym-userobj`), `record-cmd` (this kernel
 //! saves every task's comm when it is created, whatever the option),
 //! `stacktrace` (it also covers `trace_printk`, which this kernel has
-//! not), for `poll()` on `trace_pipe` (`block`) and the latency tracers'
-//! `display-graph` are not listed, and writing them is `EINVAL`, as for
-//! any unknown name. So is `hash-ptr`: it changes how trace events
+//! not) and for `poll()` on `trace_pipe` (`block`) are not listed, and
+//! writing them is `EINVAL`, as for any unknown name. So is `hash-ptr`: it changes how trace events
 //! print `%p`, and the only ones that print a pointer here, kmem's
 //! `kmalloc` and `kfree`, always print it as Linux does with `hash-ptr`
 //! off (the raw value, 16 hex digits). `fields` came after Linux 6.1 and
@@ -71,6 +70,7 @@ core_options! {
     PauseOnTrace => "pause-on-trace",
     FunctionTrace => "function-trace",
     FuncFork => "function-fork",
+    DisplayGraph => "display-graph",
 }
 
 impl TraceOption {

@@ -5,9 +5,11 @@
 mod output_support;
 
 use output_support::*;
+use tracer::entry::{Entry, TraceEntry};
 use tracer::graph::{thresh_records_entry, thresh_records_return, trace_print_graph_duration};
 use tracer::options::{graph_flags as gf, TraceOption, TraceOptions, Tracer};
 use tracer::output::header::BufferStats;
+use tracer::output::merge::TraceRecord;
 
 const HEADER: &str = "# tracer: function_graph\n\
                       #\n\
@@ -542,4 +544,115 @@ fn no_context_info_prints_only_the_call_tree() {
         ]],
     );
     assert_eq!(out, "f() {\n  f();\n}\n");
+}
+
+/// irqsoff with `display-graph` and `latency-format` (Linux:
+/// irqsoff_print_header / irqsoff_print_line, print_graph_function_flags
+/// with CPU, PROC, REL_TIME and DURATION): the relative-time, CPU, task
+/// and latency columns, then the call graph; function and stack records
+/// are left to the latency printer.
+#[test]
+fn irqsoff_display_graph_columns() {
+    let (s, _) = Syms::layout(&["section", "spin_step", "caller"]);
+    let t = Tasks::with(&[(7, "sh")]);
+    let mut o = opts();
+    o.set(TraceOption::LatencyFmt, true);
+    o.set(TraceOption::DisplayGraph, true);
+    let a = |n| s.addr(n);
+    // The start (an entry/return pair of zero length at depth 0), a
+    // traced function inside (1.382 us), a stack trace.
+    let cpu0 = vec![
+        ent_rec(1_000, 7, a("section"), 0),
+        ret_rec(1_000, 7, a("section"), 0, 1_000),
+        ent_rec(3_000, 7, a("spin_step"), 0),
+        ret_rec(4_382, 7, a("spin_step"), 0, 3_000),
+        stack_rec(5_000, hdr(7, 0, 0), &[a("caller")]),
+    ];
+    let out = render_trace(
+        cfg(&o, Tracer::Irqsoff, &s, &t, 4),
+        BufferStats::default(),
+        vec![cpu0, vec![], vec![], vec![]],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "# tracer: irqsoff", "{out}");
+    assert!(
+        lines[2].starts_with("# irqsoff latency trace v1.1.5"),
+        "{out}"
+    );
+    let sp = " ".repeat(37);
+    let col = lines
+        .iter()
+        .position(|l| l.ends_with("_-----=> irqs-off        "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(lines[col], format!("#{sp}  _-----=> irqs-off        "));
+    assert_eq!(lines[col + 4], format!("#{sp}||| /                      "));
+    assert_eq!(
+        lines[col + 5],
+        "#   REL TIME      CPU  TASK/PID       ||||     DURATION                  FUNCTION CALLS"
+    );
+    assert_eq!(
+        lines[col + 6],
+        "#      |          |     |    |        ||||      |   |                     |   |   |   |"
+    );
+    let ctx = |us: u64| format!("{us:9} us |   0)      sh-7      |  ..... | ");
+    assert_eq!(
+        lines[col + 7],
+        format!("{}  0.000 us    |  section();", ctx(1))
+    );
+    assert_eq!(
+        lines[col + 8],
+        format!("{}  1.382 us    |  spin_step();", ctx(3))
+    );
+    // The stack trace, by the latency printer.
+    assert!(lines[col + 9].ends_with(": <stack trace>"), "{out}");
+    assert_eq!(lines[col + 10], " => caller");
+    // Without display-graph, the default latency printer.
+    o.set(TraceOption::DisplayGraph, false);
+    let out = render_trace(
+        cfg(&o, Tracer::Irqsoff, &s, &t, 1),
+        BufferStats::default(),
+        vec![vec![fn_rec(1_000, hdr(7, 0, 0), a("section"), a("caller"))]],
+    );
+    assert!(!out.contains("FUNCTION CALLS"), "{out}");
+    assert!(out.ends_with(": section <-caller\n"), "{out}");
+}
+
+/// wakeup with `display-graph`: its flags add the overhead mark and keep
+/// interrupts, and its wake-up and switch records print as comments.
+#[test]
+fn wakeup_display_graph_comments_and_overhead() {
+    let (s, _) = Syms::layout(&["slow"]);
+    let t = Tasks::with(&[(7, "sh"), (9, "rt")]);
+    let mut o = opts();
+    o.set(TraceOption::LatencyFmt, true);
+    o.set(TraceOption::DisplayGraph, true);
+    let ctx = tracer::entry::CtxSwitchEntry {
+        ent: TraceEntry {
+            type_: tracer::entry::TRACE_CTX,
+            ..hdr(7, 0, 0)
+        },
+        prev_pid: 7,
+        prev_prio: 120,
+        prev_state: 0,
+        next_pid: 9,
+        next_prio: 49,
+        next_state: 0,
+        next_cpu: 0,
+    };
+    let cpu0 = vec![
+        ent_rec(1_000, 7, s.addr("slow"), 0),
+        ret_rec(201_000, 7, s.addr("slow"), 0, 1_000),
+        TraceRecord::new(202_000, Entry::CtxSwitch(ctx).to_vec()),
+    ];
+    let out = render(cfg(&o, Tracer::Wakeup, &s, &t, 1), vec![cpu0]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "        1 us |   0)      sh-7      |  ..... | ! 200.000 us  |  slow();"
+    );
+    assert!(
+        lines[1].starts_with("      202 us |   0)      sh-7      |  ..... |               |  /* "),
+        "{out}"
+    );
+    assert!(lines[1].ends_with("==> [000]       9: 49:R rt */"), "{out}");
 }

@@ -8,7 +8,7 @@ const CORE_DEFAULT: &str =
     "print-parent\nnosym-offset\nnosym-addr\nnoverbose\nnoraw\nnohex\nnobin\n\
 trace_printk\nannotate\nnoprintk-msg-only\ncontext-info\nnolatency-format\n\
 norecord-tgid\noverwrite\nnodisable_on_free\nirq-info\nmarkers\nnoevent-fork\nnopause-on-trace\n\
-function-trace\nnofunction-fork\n";
+function-trace\nnofunction-fork\nnodisplay-graph\n";
 
 #[test]
 fn default_listing_per_tracer() {
@@ -125,7 +125,6 @@ fn options_without_meaning_here_are_unknown() {
         "userstacktrace",
         "sym-userobj",
         "record-cmd",
-        "display-graph",
         "stacktrace",
         "hash-ptr",
         "fields",
@@ -153,7 +152,7 @@ fn options_without_meaning_here_are_unknown() {
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();
-    assert_eq!(names.len(), 21 + 2 + 2 + 10);
+    assert_eq!(names.len(), 22 + 2 + 2 + 10);
     assert!(
         names.contains(&"funcgraph-proc")
             && names.contains(&"func_stack_trace")

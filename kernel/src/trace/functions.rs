@@ -441,6 +441,34 @@ pub fn function_trace_reset_tr(tr: &TraceArray) {
     }
 }
 
+/// Registers a latency tracer's function ops for the instance `tr`, on
+/// the instance's own set_ftrace_filter/notrace (Linux: the tracer's
+/// callback in `tr->ops`). It takes the function tracer's slot, so a
+/// filter change updates its set; `ops` has a set of its own.
+pub(super) fn register_latency_ops(tr: &TraceArray, ops: &'static FtraceOps) -> Result<(), Errno> {
+    let f = &tr.function;
+    let mut slot = f.ops.lock();
+    if slot.is_some() {
+        return Err(Errno::EBUSY);
+    }
+    {
+        let filter = f.filter.lock();
+        ops.func_hash().get_or_init().store(|i| filter.traces(i));
+    }
+    ftrace::register_ftrace_function(ops)?;
+    *slot = Some(ops);
+    Ok(())
+}
+
+/// Unregisters what [`register_latency_ops`] registered.
+pub(super) fn unregister_latency_ops(tr: &TraceArray, ops: &'static FtraceOps) {
+    let mut slot = tr.function.ops.lock();
+    if slot.is_some_and(|o| core::ptr::eq(o, ops)) {
+        *slot = None;
+        let _ = ftrace::unregister_ftrace_function(ops);
+    }
+}
+
 /// Copies `tr`'s function tracer options into its fast-path byte.
 fn set_func_options(tr: &TraceArray) {
     let flags = tr.options.lock().tracer_flags(TracerKind::Function);

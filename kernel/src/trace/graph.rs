@@ -104,6 +104,33 @@ fn ftrace_graph_ignore_func(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     trace.depth < 0 || (max != 0 && trace.depth as u32 >= max)
 }
 
+/// What another graph user (a latency tracer with `display-graph`) does
+/// first with a call, in Linux's irqsoff_graph_entry order:
+/// `set_graph_function` and `max_graph_depth` may refuse it (Some(false));
+/// a `set_graph_notrace` function is hijacked but not recorded
+/// (Some(true)); None: the user decides.
+pub(super) fn graph_user_entry_filter(trace: &FtraceGraphEnt, rs: &ShadowStack) -> Option<bool> {
+    if !GRAPH_SLOW.load(Ordering::Relaxed) && rs.bits.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    if ftrace_graph_ignore_func(trace, rs) {
+        return Some(false);
+    }
+    if !NOTRACE_HASH.is_empty() && NOTRACE_HASH.contains_ip(trace.func) {
+        return Some(true);
+    }
+    None
+}
+
+/// Another graph user's return: ends a `set_graph_function` call's state
+/// (Linux: ftrace_graph_addr_finish).
+pub(super) fn graph_user_return_finish(trace: &FtraceGraphRet, rs: &ShadowStack) {
+    let bits = rs.bits.load(Ordering::Relaxed);
+    if bits & task_bits::GRAPH != 0 && trace.depth == rs.graph_depth.load(Ordering::Relaxed) {
+        rs.bits.fetch_and(!task_bits::GRAPH, Ordering::Relaxed);
+    }
+}
+
 /// The entry hook (Linux: trace_graph_entry). True: hijack the return.
 ///
 /// Fast path: with no filter in force ([`GRAPH_SLOW`] clear, no pid
@@ -174,6 +201,60 @@ fn trace_graph_record_entry(trace: &FtraceGraphEnt) -> bool {
             trace.depth,
         )
     })
+}
+
+/// Records a TRACE_GRAPH_ENT event in `tr`'s buffer for another graph
+/// user (Linux: __trace_graph_entry); true if it was recorded.
+pub(super) fn trace_graph_entry_tr(tr: &super::trace::TraceArray, trace: &FtraceGraphEnt) -> bool {
+    trace_buffer_write_at(tr, trace.calltime, GraphEntEntry::SIZE, |buf| {
+        GraphEntEntry::encode_raw(
+            buf,
+            trace_entry_word(TRACE_GRAPH_ENT),
+            trace.func,
+            trace.depth,
+        )
+    })
+}
+
+/// Records a TRACE_GRAPH_RET event in `tr`'s buffer for another graph
+/// user (Linux: __trace_graph_return).
+pub(super) fn trace_graph_return_tr(tr: &super::trace::TraceArray, trace: &FtraceGraphRet) {
+    trace_buffer_write_at(tr, trace.rettime, GraphRetEntry::SIZE, |buf| {
+        GraphRetEntry::encode_raw(
+            buf,
+            trace_entry_word(TRACE_GRAPH_RET),
+            trace.func,
+            trace.depth,
+            trace.overrun,
+            trace.calltime,
+            trace.rettime,
+        )
+    });
+}
+
+/// A function as a graph entry and return of zero length at depth 0
+/// (Linux: trace_graph_function, used by the latency tracers with
+/// `display-graph` for the records they write themselves).
+pub(super) fn trace_graph_function(tr: &super::trace::TraceArray, ip: u64) {
+    let time = tr.trace_clock();
+    trace_graph_entry_tr(
+        tr,
+        &FtraceGraphEnt {
+            func: ip,
+            depth: 0,
+            calltime: time,
+        },
+    );
+    trace_graph_return_tr(
+        tr,
+        &FtraceGraphRet {
+            func: ip,
+            depth: 0,
+            overrun: 0,
+            calltime: time,
+            rettime: time,
+        },
+    );
 }
 
 /// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).

@@ -802,6 +802,40 @@ pub fn set_recording(tr: &TraceArray, on: bool) {
 pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&TraceArray, &tracer::options::OptionChange)> =
     crate::hook::Hook::new();
 
+/// Asked before an option written to `trace_options` or `options/` takes
+/// effect, once the new value is stored: an error undoes the write, which
+/// fails with it (Linux: the current tracer's `flag_changed`, whose
+/// refusal makes `set_tracer_flag` fail; the latency tracers restart for
+/// `display-graph` here).
+pub static FLAG_CHANGED: crate::hook::Hook<
+    fn(&TraceArray, &tracer::options::OptionChange) -> Result<(), crate::fs::Errno>,
+> = crate::hook::Hook::new();
+
+/// Runs [`FLAG_CHANGED`]; on a refusal, puts the option back as it was.
+fn flag_changed(
+    tr: &TraceArray,
+    change: &tracer::options::OptionChange,
+) -> Result<(), crate::fs::Errno> {
+    use tracer::options::OptionId;
+    if !change.changed {
+        return Ok(());
+    }
+    for probe in FLAG_CHANGED.probes() {
+        if let Err(e) = probe(tr, change) {
+            let mut o = tr.options.lock();
+            match change.id {
+                OptionId::Core(opt) => o.set(opt, !change.enabled),
+                OptionId::Tracer(t, bit) => {
+                    let f = o.tracer_flags(t);
+                    o.set_tracer_flags(t, if change.enabled { f & !bit } else { f | bit });
+                }
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Sets a core option of `tr` from the kernel and applies its side
 /// effects, as a write to `trace_options` would (Linux: `set_tracer_flag`;
 /// the latency tracers force `overwrite` and `latency-format`).
@@ -871,6 +905,7 @@ pub fn init_options_files(
                 }
                 change
             };
+            flag_changed(&t2, &change)?;
             option_changed(&t2, &change);
             Ok(())
         }),
@@ -900,6 +935,7 @@ pub fn init_options_files(
                     }
                     change
                 };
+                flag_changed(&t2, &change)?;
                 option_changed(&t2, &change);
                 Ok(())
             }),

@@ -29,9 +29,20 @@
 //! and `pause-on-trace` on (and `overwrite` cannot be cleared meanwhile),
 //! sets `tracing_max_latency` to 0, and restores the options when another
 //! tracer is selected. One trace array at a time can run one of them
-//! (EBUSY for a second), an instance included; the functions inside a
-//! section are recorded at the top level only (the function tracer's ops
-//! of an instance are its own).
+//! (EBUSY for a second), an instance included; in an instance the
+//! functions inside a section are those of the instance's own
+//! `set_ftrace_filter`.
+//!
+//! With the `display-graph` option (top level only, as Linux), the
+//! functions inside a section come through the function-graph core
+//! instead (`irqsoff_graph_entry`/`irqsoff_graph_return`, a user of its
+//! own, so EBUSY while the function profiler holds it): each is recorded
+//! with its return and printed as function_graph prints it, with the
+//! relative-time, CPU, task and latency columns
+//! (`tracer::graph::LatencyGraphOutput`); the start and the stop become
+//! zero-length graph calls. Setting or clearing it while a tracer runs
+//! restarts the tracer: the sections in progress and the maximum are
+//! forgotten and the live buffer emptied.
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use spin::Mutex;
@@ -41,6 +52,7 @@ use tracer::max_latency::{report_latency, MaxCause, MaxTask};
 use tracer::options::TraceOption;
 
 use super::control::{self, Tracer};
+use super::fgraph::{self, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack};
 use super::ftrace::{self, recursion, FtraceOps};
 use super::trace::{self, trace_buffer_write_full, trace_entry_word, TraceArray};
 use super::{global_ops, max_trace};
@@ -100,7 +112,21 @@ static CPUS: [CpuSection; percpu::MAX_CPUS] = [const {
 static IRQSOFF_OPS: FtraceOps = FtraceOps::new("irqsoff", irqsoff_tracer_call)
     .gated(&control::TRACING_ON)
     .with_hash(&global_ops::GLOBAL_HASH);
-static IRQSOFF_FUNCTION: LatencyFunction = LatencyFunction::new(&IRQSOFF_OPS);
+/// The same in an instance, on the instance's own filter.
+static IRQSOFF_INSTANCE_OPS: FtraceOps = FtraceOps::new("irqsoff", irqsoff_tracer_call);
+/// The functions inside a section with `display-graph` (Linux: fgraph_ops
+/// of trace_irqsoff.c).
+static IRQSOFF_FGRAPH_OPS: FgraphOps = FgraphOps {
+    entryfunc: irqsoff_graph_entry,
+    retfunc: irqsoff_graph_return,
+    ops: &fgraph::GRAPH_OPS,
+};
+static IRQSOFF_FUNCTION: LatencyFunction = LatencyFunction::new(
+    &IRQSOFF_OPS,
+    &IRQSOFF_INSTANCE_OPS,
+    &IRQSOFF_FGRAPH_OPS,
+    true,
+);
 
 #[inline(always)]
 fn irqsoff_trace() -> Option<&'static TraceArray> {
@@ -119,12 +145,23 @@ fn reporter_preempt_count() -> u32 {
     percpu::this_cpu_preempt_count().saturating_sub(1)
 }
 
-/// Records a function entry `ip <- parent_ip` (Linux: `__trace_function`).
+/// Records a function entry `ip <- parent_ip` (Linux: `trace_function`).
 #[inline(always)]
 pub(super) fn trace_function(tr: &TraceArray, ip: u64, parent_ip: u64) {
     trace_buffer_write_full(tr, FtraceEntry::SIZE, |buf| {
         FtraceEntry::encode_raw(buf, trace_entry_word(TRACE_FN), ip, parent_ip)
     });
+}
+
+/// A record the tracer writes itself: a function entry, or with
+/// `display-graph` a zero-length graph call (Linux: `__trace_function`).
+#[inline(always)]
+fn latency_function(tr: &TraceArray, ip: u64, parent_ip: u64) {
+    if IRQSOFF_FUNCTION.is_graph() {
+        super::graph::trace_graph_function(tr, ip);
+    } else {
+        trace_function(tr, ip, parent_ip);
+    }
 }
 
 /// The running task, for the saved data.
@@ -157,7 +194,7 @@ fn start_critical_timing(ip: u64, parent_ip: u64) {
         if parent_ip != 0 { parent_ip } else { ip },
         Ordering::Relaxed,
     );
-    trace_function(tr, ip, parent_ip);
+    latency_function(tr, ip, parent_ip);
     data.tracing_cpu.store(true, Ordering::Relaxed);
     data.disabled.fetch_sub(1, Ordering::Relaxed);
 }
@@ -181,7 +218,7 @@ fn stop_critical_timing(ip: u64, parent_ip: u64) {
         return;
     }
     data.disabled.fetch_add(1, Ordering::Relaxed);
-    trace_function(tr, ip, parent_ip);
+    latency_function(tr, ip, parent_ip);
     check_critical_timing(tr, data, if parent_ip != 0 { parent_ip } else { ip }, cpu);
     data.critical_start.store(0, Ordering::Relaxed);
     data.disabled.fetch_sub(1, Ordering::Relaxed);
@@ -207,7 +244,7 @@ fn check_critical_timing(tr: &TraceArray, data: &CpuSection, parent_ip: u64, cpu
             let _guard = MAX_TRACE_LOCK.lock();
             // Still the maximum?
             if report_latency(thresh, max_trace::max_latency(tr), delta) {
-                trace_function(tr, this_ip, parent_ip);
+                latency_function(tr, this_ip, parent_ip);
                 super::functions::trace_stack_tr(tr, STACK_SKIP);
                 if data.critical_sequence.load(Ordering::Relaxed)
                     == MAX_SEQUENCE.load(Ordering::Relaxed)
@@ -233,7 +270,7 @@ fn check_critical_timing(tr: &TraceArray, data: &CpuSection, parent_ip: u64, cpu
         .store(MAX_SEQUENCE.load(Ordering::Relaxed), Ordering::Relaxed);
     data.preempt_timestamp
         .store(tr.trace_clock(), Ordering::Relaxed);
-    trace_function(tr, this_ip, parent_ip);
+    latency_function(tr, this_ip, parent_ip);
 }
 
 /// `irq_disable` (Linux: `tracer_hardirqs_off`).
@@ -296,42 +333,138 @@ extern "C" fn irqsoff_tracer_call(ip: u64, parent_slot: *mut u64, _op: &FtraceOp
     recursion::unlock(bit);
 }
 
+/// Linux: `func_prolog_dec` for the graph hooks: a section is open on
+/// this CPU, with interrupts or preemption off (the graph core's own
+/// preempt_disable not counted), and the CPU's records are not in use.
+#[inline(always)]
+fn func_prolog_dec() -> Option<&'static CpuSection> {
+    let data = &CPUS[arch::cpu_id()];
+    if !data.tracing_cpu.load(Ordering::Relaxed) {
+        return None;
+    }
+    if !crate::irqflags::irqs_disabled() && percpu::this_cpu_preempt_count() <= 1 {
+        return None;
+    }
+    if data.disabled.fetch_add(1, Ordering::Relaxed) == 0 {
+        return Some(data);
+    }
+    data.disabled.fetch_sub(1, Ordering::Relaxed);
+    None
+}
+
+/// A traced function entered on this CPU with `display-graph` (Linux:
+/// `irqsoff_graph_entry`): recorded, and its return asked for, if a
+/// section is open here.
+fn irqsoff_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if let Some(hijack) = super::graph::graph_user_entry_filter(trace, rs) {
+        return hijack;
+    }
+    let Some(tr) = irqsoff_trace() else {
+        return false;
+    };
+    let Some(data) = func_prolog_dec() else {
+        return false;
+    };
+    let ret = super::graph::trace_graph_entry_tr(tr, trace);
+    data.disabled.fetch_sub(1, Ordering::Relaxed);
+    ret
+}
+
+/// Linux: `irqsoff_graph_return`: recorded if the section is still open.
+fn irqsoff_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
+    super::graph::graph_user_return_finish(trace, rs);
+    let Some(tr) = irqsoff_trace() else {
+        return;
+    };
+    let Some(data) = func_prolog_dec() else {
+        return;
+    };
+    super::graph::trace_graph_return_tr(tr, trace);
+    data.disabled.fetch_sub(1, Ordering::Relaxed);
+}
+
 /// A latency tracer's function callback, registered while the tracer
-/// runs with `function-trace` set, on the top level only (Linux:
-/// `register_irqsoff_function` / `register_wakeup_function` and their
-/// `function_enabled`); the wakeup tracers use one too.
+/// runs with `function-trace` set (Linux: `register_irqsoff_function` /
+/// `register_wakeup_function` and their `function_enabled`); the wakeup
+/// tracers use one too. At the top level it is an ftrace_ops on the
+/// global filter, in an instance one on the instance's filter; with
+/// `display-graph`, a user of the function-graph core (the irqsoff
+/// tracers: at the top level only).
 pub(super) struct LatencyFunction {
     ops: &'static FtraceOps,
-    /// The ops is registered (Linux: `function_enabled`).
+    instance_ops: &'static FtraceOps,
+    fgraph: &'static FgraphOps,
+    /// Graph only at the top level (Linux's irqsoff; wakeup has no limit).
+    graph_top_only: bool,
+    /// Something is registered (Linux: `function_enabled`).
     enabled: AtomicBool,
+    /// What is registered is the graph user.
+    using_graph: AtomicBool,
+    /// `display-graph` as the tracer was (re)started (Linux: `is_graph(tr)`,
+    /// read by the records the tracer writes itself).
+    display_graph: AtomicBool,
 }
 
 impl LatencyFunction {
-    pub(super) const fn new(ops: &'static FtraceOps) -> Self {
+    pub(super) const fn new(
+        ops: &'static FtraceOps,
+        instance_ops: &'static FtraceOps,
+        fgraph: &'static FgraphOps,
+        graph_top_only: bool,
+    ) -> Self {
         Self {
             ops,
+            instance_ops,
+            fgraph,
+            graph_top_only,
             enabled: AtomicBool::new(false),
+            using_graph: AtomicBool::new(false),
+            display_graph: AtomicBool::new(false),
         }
     }
 
-    /// Registers the callback if `function-trace` is set on `tr` and
-    /// `tr` is the top level.
+    /// `display-graph` as the tracer was started.
+    #[inline(always)]
+    pub(super) fn is_graph(&self) -> bool {
+        self.display_graph.load(Ordering::Relaxed)
+    }
+
+    /// Notes `display-graph`'s value for the next [`LatencyFunction::register`].
+    pub(super) fn set_graph(&self, on: bool) {
+        self.display_graph.store(on, Ordering::Relaxed);
+    }
+
+    /// Registers the callback if `function-trace` is set on `tr`.
     pub(super) fn register(&self, tr: &TraceArray) -> Result<(), Errno> {
         if self.enabled.load(Ordering::Relaxed)
-            || !tr.is_global()
             || !tr.options.lock().has(TraceOption::FunctionTrace)
         {
             return Ok(());
         }
-        global_ops::ftrace_update_global_hash();
-        ftrace::register_ftrace_function(self.ops)?;
+        let graph = self.is_graph() && (tr.is_global() || !self.graph_top_only);
+        if graph {
+            fgraph::register_ftrace_graph(self.fgraph)?;
+        } else if tr.is_global() {
+            global_ops::ftrace_update_global_hash();
+            ftrace::register_ftrace_function(self.ops)?;
+        } else {
+            super::functions::register_latency_ops(tr, self.instance_ops)?;
+        }
+        self.using_graph.store(graph, Ordering::Relaxed);
         self.enabled.store(true, Ordering::Relaxed);
         Ok(())
     }
 
-    pub(super) fn unregister(&self) {
-        if self.enabled.swap(false, Ordering::Relaxed) {
+    pub(super) fn unregister(&self, tr: &TraceArray) {
+        if !self.enabled.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        if self.using_graph.swap(false, Ordering::Relaxed) {
+            fgraph::unregister_ftrace_graph(self.fgraph);
+        } else if tr.is_global() {
             let _ = ftrace::unregister_ftrace_function(self.ops);
+        } else {
+            super::functions::unregister_latency_ops(tr, self.instance_ops);
         }
     }
 
@@ -345,8 +478,35 @@ impl LatencyFunction {
         if change.enabled {
             let _ = self.register(tr);
         } else {
-            self.unregister();
+            self.unregister(tr);
         }
+    }
+
+    /// Restarts the callback in the other `display-graph` mode (Linux:
+    /// `irqsoff_display_graph` / `wakeup_display_graph`): `stop` runs with
+    /// the old one unregistered, `start` after the new one is registered.
+    /// If the new one cannot be (the function-graph core is busy), the old
+    /// one comes back and the error is returned.
+    pub(super) fn display_graph(
+        &self,
+        tr: &TraceArray,
+        on: bool,
+        stop: impl Fn(),
+        start: impl Fn(),
+    ) -> Result<(), Errno> {
+        if self.is_graph() == on {
+            return Ok(());
+        }
+        stop();
+        self.unregister(tr);
+        self.set_graph(on);
+        let r = self.register(tr);
+        if r.is_err() {
+            self.set_graph(!on);
+            let _ = self.register(tr);
+        }
+        start();
+        r
     }
 }
 
@@ -420,6 +580,7 @@ fn irqsoff_tracer_init(tr: &TraceArray, ty: u32) -> Result<(), Errno> {
         tr as *const TraceArray as *mut TraceArray,
         Ordering::Release,
     );
+    IRQSOFF_FUNCTION.set_graph(tr.options.lock().has(TraceOption::DisplayGraph));
     if IRQSOFF_FUNCTION.register(tr).is_err() {
         crate::println!("failed to start irqsoff tracer");
     }
@@ -430,7 +591,7 @@ fn irqsoff_tracer_init(tr: &TraceArray, ty: u32) -> Result<(), Errno> {
 /// Linux: `__irqsoff_tracer_reset`.
 fn irqsoff_tracer_reset(tr: &TraceArray) {
     TRACER_ENABLED.store(false, Ordering::Release);
-    IRQSOFF_FUNCTION.unregister();
+    IRQSOFF_FUNCTION.unregister(tr);
     unregister_probes(TRACE_TYPE.load(Ordering::Relaxed));
     let saved = *SAVED_FLAGS.lock();
     for (opt, on) in FORCED.into_iter().zip(saved) {
@@ -470,11 +631,21 @@ const IRQSOFF_BASE: Tracer = Tracer {
     reset: Some(irqsoff_tracer_reset),
     start: Some(irqsoff_tracer_start),
     stop: Some(irqsoff_tracer_stop),
+    output: Some(irqsoff_output),
     allow_instances: true,
     use_max_tr: true,
     print_max: true,
     ..Tracer::EMPTY
 };
+
+/// The printer of an open `trace` (Linux: `irqsoff_trace_open`,
+/// `irqsoff_print_header`, `irqsoff_print_line`).
+fn irqsoff_output(nr_cpus: usize) -> alloc::boxed::Box<dyn tracer::output::TracerOutput> {
+    alloc::boxed::Box::new(tracer::graph::LatencyGraphOutput::new(
+        nr_cpus,
+        tracer::graph::IRQSOFF_GRAPH_FLAGS,
+    ))
+}
 
 pub static IRQSOFF_TRACER: Tracer = Tracer {
     name: "irqsoff",
@@ -502,11 +673,41 @@ fn option_changed(tr: &TraceArray, change: &tracer::options::OptionChange) {
     }
 }
 
+/// `display-graph` set or cleared while one of the three runs on `tr`
+/// (Linux: `irqsoff_flag_changed` and `irqsoff_display_graph`): the tracer
+/// restarts in the new mode, the sections in progress and the maximum
+/// forgotten and the live buffer emptied.
+fn flag_changed(tr: &TraceArray, change: &tracer::options::OptionChange) -> Result<(), Errno> {
+    use tracer::options::OptionId;
+    if change.id != OptionId::Core(TraceOption::DisplayGraph)
+        || !irqsoff_trace().is_some_and(|t| core::ptr::eq(t, tr))
+    {
+        return Ok(());
+    }
+    IRQSOFF_FUNCTION
+        .display_graph(
+            tr,
+            change.enabled,
+            || {
+                TRACER_ENABLED.store(false, Ordering::Release);
+                for c in CPUS.iter() {
+                    c.tracing_cpu.store(false, Ordering::Relaxed);
+                }
+                max_trace::set_max_latency(tr, 0);
+                tr.buffer.reset();
+            },
+            || TRACER_ENABLED.store(control::tracer_tracing_is_on(tr), Ordering::Release),
+        )
+        // Linux: a refused flag_changed makes the write EINVAL.
+        .map_err(|_| Errno::EINVAL)
+}
+
 /// Registers the three tracers (Linux: `init_irqsoff_tracer`).
 pub fn init() -> Result<(), Errno> {
     control::register_tracer(&IRQSOFF_TRACER)?;
     control::register_tracer(&PREEMPTOFF_TRACER)?;
     control::register_tracer(&PREEMPTIRQSOFF_TRACER)?;
     trace::OPTIONS_CHANGED.register(option_changed)?;
+    trace::FLAG_CHANGED.register(flag_changed)?;
     Ok(())
 }

@@ -22,10 +22,15 @@
 //! - With the `function-trace` option (on by default), every traced
 //!   function called on the tracked task's CPU (`wakeup_cpu`) while a
 //!   wake-up is tracked is recorded too (`wakeup_tracer_call`, an
-//!   ftrace_ops on the top level's `set_ftrace_filter`, registered as the
-//!   irqsoff tracers register theirs, at the top level only), so the
-//!   saved worst case shows what that CPU ran between the wake-up and
-//!   the switch.
+//!   ftrace_ops on the `set_ftrace_filter` of the array it runs in,
+//!   registered as the irqsoff tracers register theirs), so the saved
+//!   worst case shows what that CPU ran between the wake-up and the
+//!   switch. With `display-graph`, they come through the function-graph
+//!   core instead (`wakeup_graph_entry`/`wakeup_graph_return`) and print
+//!   as function_graph prints them (`tracer::graph::LatencyGraphOutput`,
+//!   the wake-up and switch records as comments); setting or clearing it
+//!   while the tracer runs restarts it (the tracked task and the maximum
+//!   forgotten, the live buffer emptied).
 //!
 //! One trace array at a time may run one of these tracers (Linux's
 //! `wakeup_busy`: another gets EBUSY). Selecting one turns the `overwrite`
@@ -48,6 +53,7 @@ use tracer::trace_events::TaskInfo;
 use tracer::wakeup::{WakeTask, WakeupTracker};
 
 use super::control::{self, register_tracer, Tracer};
+use super::fgraph::{self, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack};
 use super::ftrace::{recursion, FtraceOps};
 use super::global_ops;
 use super::max_trace::{max_latency, set_max_latency, tracing_thresh, update_max_tr};
@@ -85,7 +91,16 @@ static DISABLED: [AtomicU32; percpu::MAX_CPUS] = [const { AtomicU32::new(0) }; p
 static WAKEUP_OPS: FtraceOps = FtraceOps::new("wakeup", wakeup_tracer_call)
     .gated(&control::TRACING_ON)
     .with_hash(&global_ops::GLOBAL_HASH);
-static WAKEUP_FUNCTION: LatencyFunction = LatencyFunction::new(&WAKEUP_OPS);
+/// The same in an instance, on the instance's own filter.
+static WAKEUP_INSTANCE_OPS: FtraceOps = FtraceOps::new("wakeup", wakeup_tracer_call);
+/// The functions with `display-graph` (Linux: fgraph_wakeup_ops).
+static WAKEUP_FGRAPH_OPS: FgraphOps = FgraphOps {
+    entryfunc: wakeup_graph_entry,
+    retfunc: wakeup_graph_return,
+    ops: &fgraph::GRAPH_OPS,
+};
+static WAKEUP_FUNCTION: LatencyFunction =
+    LatencyFunction::new(&WAKEUP_OPS, &WAKEUP_INSTANCE_OPS, &WAKEUP_FGRAPH_OPS, false);
 /// `overwrite` and `latency-format` as they were before the tracer was
 /// selected (Linux: `save_flags`), restored on reset.
 static SAVED_FLAGS: Mutex<(bool, bool)> = Mutex::new((false, false));
@@ -97,6 +112,7 @@ pub static WAKEUP_TRACER: Tracer = Tracer {
     reset: Some(wakeup_tracer_reset),
     start: Some(wakeup_tracer_start),
     stop: Some(wakeup_tracer_stop),
+    output: Some(wakeup_output),
     allow_instances: true,
     use_max_tr: true,
     print_max: true,
@@ -110,17 +126,91 @@ pub static WAKEUP_RT_TRACER: Tracer = Tracer {
     reset: Some(wakeup_tracer_reset),
     start: Some(wakeup_tracer_start),
     stop: Some(wakeup_tracer_stop),
+    output: Some(wakeup_output),
     allow_instances: true,
     use_max_tr: true,
     print_max: true,
     ..Tracer::EMPTY
 };
 
+/// The printer of an open `trace` (Linux: `wakeup_trace_open`,
+/// `wakeup_print_header`, `wakeup_print_line`).
+fn wakeup_output(nr_cpus: usize) -> alloc::boxed::Box<dyn tracer::output::TracerOutput> {
+    alloc::boxed::Box::new(tracer::graph::LatencyGraphOutput::new(
+        nr_cpus,
+        tracer::graph::WAKEUP_GRAPH_FLAGS,
+    ))
+}
+
 /// Registers both tracers (Linux: `init_wakeup_tracer`).
 pub fn init() -> Result<(), Errno> {
     register_tracer(&WAKEUP_TRACER)?;
     register_tracer(&WAKEUP_RT_TRACER)?;
-    trace::OPTIONS_CHANGED.register(option_changed)
+    trace::OPTIONS_CHANGED.register(option_changed)?;
+    trace::FLAG_CHANGED.register(flag_changed)
+}
+
+/// `display-graph` set or cleared while a wakeup tracer runs on `tr`
+/// (Linux: `wakeup_flag_changed` and `wakeup_display_graph`).
+fn flag_changed(tr: &TraceArray, change: &tracer::options::OptionChange) -> Result<(), Errno> {
+    use tracer::options::OptionId;
+    if change.id != OptionId::Core(TraceOption::DisplayGraph)
+        || !core::ptr::eq(WAKEUP_TRACE.load(Ordering::Acquire), tr)
+    {
+        return Ok(());
+    }
+    WAKEUP_FUNCTION
+        .display_graph(
+            tr,
+            change.enabled,
+            || {
+                TRACER_ENABLED.store(false, Ordering::SeqCst);
+                wakeup_reset(tr);
+                set_max_latency(tr, 0);
+            },
+            || TRACER_ENABLED.store(control::tracer_tracing_is_on(tr), Ordering::SeqCst),
+        )
+        .map_err(|_| Errno::EINVAL)
+}
+
+/// Linux: `func_prolog_preempt_disable` for the graph hooks: a wake-up is
+/// tracked, this is its CPU, and the CPU's records are not in use.
+#[inline(always)]
+fn func_prolog() -> Option<(&'static TraceArray, usize)> {
+    let tr = wakeup_trace()?;
+    let cpu = arch::cpu_id();
+    if cpu != WAKEUP_CPU.load(Ordering::Relaxed) {
+        return None;
+    }
+    if DISABLED[cpu].fetch_add(1, Ordering::Relaxed) == 0 {
+        return Some((tr, cpu));
+    }
+    DISABLED[cpu].fetch_sub(1, Ordering::Relaxed);
+    None
+}
+
+/// A traced function entered with `display-graph` (Linux:
+/// `wakeup_graph_entry`): recorded on the tracked task's CPU.
+fn wakeup_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+    if let Some(hijack) = super::graph::graph_user_entry_filter(trace, rs) {
+        return hijack;
+    }
+    let Some((tr, cpu)) = func_prolog() else {
+        return false;
+    };
+    let ret = super::graph::trace_graph_entry_tr(tr, trace);
+    DISABLED[cpu].fetch_sub(1, Ordering::Relaxed);
+    ret
+}
+
+/// Linux: `wakeup_graph_return`.
+fn wakeup_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
+    super::graph::graph_user_return_finish(trace, rs);
+    let Some((tr, cpu)) = func_prolog() else {
+        return;
+    };
+    super::graph::trace_graph_return_tr(tr, trace);
+    DISABLED[cpu].fetch_sub(1, Ordering::Relaxed);
 }
 
 /// `function-trace` set or cleared while a wakeup tracer runs on `tr`
@@ -201,6 +291,7 @@ fn tracer_init(tr: &TraceArray, rt_only: bool) -> Result<(), Errno> {
         return Err(e);
     }
     wakeup_reset(tr);
+    WAKEUP_FUNCTION.set_graph(tr.options.lock().has(TraceOption::DisplayGraph));
     if WAKEUP_FUNCTION.register(tr).is_err() {
         crate::println!("failed to start wakeup tracer");
     }
@@ -234,7 +325,7 @@ fn restore_flags(tr: &TraceArray) {
 /// `wakeup_tracer_reset`: unhook, forget the task, restore the options.
 fn wakeup_tracer_reset(tr: &TraceArray) {
     TRACER_ENABLED.store(false, Ordering::SeqCst);
-    WAKEUP_FUNCTION.unregister();
+    WAKEUP_FUNCTION.unregister(tr);
     unregister_probes();
     // The probes may still run on other CPUs until every CPU has left
     // its tracepoint calls.
@@ -360,6 +451,10 @@ fn probe_callers() -> (usize, u64, u64) {
 /// CALLER_ADDR0/1, CALLER_ADDR1/2)`).
 fn trace_caller(tr: &TraceArray, ip: u64, parent_ip: u64) {
     if ip == 0 {
+        return;
+    }
+    if WAKEUP_FUNCTION.is_graph() {
+        super::graph::trace_graph_function(tr, ip);
         return;
     }
     let e = FtraceEntry {

@@ -187,7 +187,7 @@ pub fn print_event_body(cfg: &OutputConfig<'_>, ts: u64, entry: &Entry, out: &mu
 /// `trace_ctxwake_print()`: `pid:prio:state`, the delimiter (`==>` for a
 /// switch, `  +` for a wake-up), the wakee's CPU, its `pid:prio:state` and
 /// name.
-fn print_ctxwake(cfg: &OutputConfig<'_>, c: &CtxSwitchEntry, out: &mut TraceSeq) {
+pub(crate) fn print_ctxwake(cfg: &OutputConfig<'_>, c: &CtxSwitchEntry, out: &mut TraceSeq) {
     let delim = if c.is_wake() { "  +" } else { "==>" };
     let comm = find_cmdline(cfg.tasks, c.next_pid as i32);
     let _ = writeln!(

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use tracer::entry::*;
-use tracer::graph::GraphOutput;
+use tracer::graph::{GraphOutput, LatencyGraphOutput};
 use tracer::options::{TraceOptions, Tracer};
 use tracer::output::header::{BufferStats, LatencyInfo};
 use tracer::output::merge::{Merger, TraceRecord};
@@ -136,6 +136,13 @@ pub fn stack_rec(ts: u64, ent: TraceEntry, callers: &[u64]) -> TraceRecord {
 pub fn tracer_output(t: Tracer, nr_cpus: usize) -> Option<Box<dyn TracerOutput>> {
     match t {
         Tracer::FunctionGraph => Some(Box::new(GraphOutput::new(nr_cpus))),
+        Tracer::Irqsoff | Tracer::Preemptoff | Tracer::Preemptirqsoff => Some(Box::new(
+            LatencyGraphOutput::new(nr_cpus, tracer::graph::IRQSOFF_GRAPH_FLAGS),
+        )),
+        Tracer::Wakeup | Tracer::WakeupRt => Some(Box::new(LatencyGraphOutput::new(
+            nr_cpus,
+            tracer::graph::WAKEUP_GRAPH_FLAGS,
+        ))),
         _ => None,
     }
 }
