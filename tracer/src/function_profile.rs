@@ -67,11 +67,7 @@ pub fn self_time(
     if let Some(p) = parent_subtime {
         *p = p.wrapping_add(duration);
     }
-    if own_subtime < duration {
-        duration - own_subtime
-    } else {
-        0
-    }
+    duration.saturating_sub(own_subtime)
 }
 
 /// The s² column (Linux's function_stat_show): the sample variance
