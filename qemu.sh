@@ -3,7 +3,10 @@
 # on this terminal (or on stdin/stdout when they are pipes).
 #
 #   ./qemu.sh [--smp N] [--mem SIZE] [--cmdline "..."] [--gdb] [--icount]
-#             [--fentry] [--build-only] [-- QEMU ARGS...]
+#             [--fentry] [--scale N] [--build-only] [-- QEMU ARGS...]
+#
+# --scale N adds N generated traceable functions (kernel/scale), so that
+# the kernel has as many ftrace call sites as Linux; `work scale` calls them.
 #
 # Exit status: the kernel's (`poweroff` gives 0, `exit N` gives N, a panic
 # gives 101); 99 if QEMU stopped without the kernel asking (triple fault).
@@ -16,7 +19,7 @@ GDB=0
 ICOUNT=0
 BUILD_ONLY=0
 EXTRA=()
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
     --smp) SMP="$2"; shift 2 ;;
@@ -25,6 +28,7 @@ while [ $# -gt 0 ]; do
     --gdb) GDB=1; shift ;;
     --icount) ICOUNT=1; shift ;;
     --fentry) export KTRACE_MODE=fentry; shift ;;
+    --scale) export KTRACE_SCALE="$2"; shift 2 ;;
     --build-only) BUILD_ONLY=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; EXTRA=("$@"); break ;;

@@ -4,6 +4,10 @@
 #   boot/build.sh            mcount mode (`-Z instrument-mcount`, the default)
 #   KTRACE_MODE=fentry boot/build.sh
 #                            fentry-style mode (`-Z patchable-function-entry=5`)
+#   KTRACE_SCALE=N boot/build.sh
+#                            either mode with N generated traceable functions
+#                            (kernel/scale: the `scale` feature), in its own
+#                            build directory; the default build is unchanged
 #
 # The steps mirror Linux's build of vmlinux:
 #   1. cargo builds the host tools (build-tools: recordmcount, kallsyms,
@@ -24,8 +28,21 @@ mcount) FLAGS="-Z instrument-mcount" ;;
 fentry) FLAGS="-Z patchable-function-entry=5" ;;
 *) echo "build.sh: unknown KTRACE_MODE '$MODE' (mcount or fentry)" >&2; exit 2 ;;
 esac
+SCALE="${KTRACE_SCALE:-}"
+FEATURES=()
+BUILD="$MODE"
+if [ -n "$SCALE" ]; then
+    case "$SCALE" in
+    *[!0-9]*) echo "build.sh: KTRACE_SCALE must be a count, not '$SCALE'" >&2; exit 2 ;;
+    esac
+    # Its own build directory (the feature and the generated crate would
+    # otherwise rebuild the default kernel's objects), one for every count.
+    FEATURES=(--features scale)
+    BUILD="$MODE-scale$SCALE"
+    export KTRACE_SCALE="$SCALE"
+fi
 TARGET_DIR="$ROOT/target"
-OUT="$TARGET_DIR/kernel/$MODE"
+OUT="$TARGET_DIR/kernel/$BUILD"
 mkdir -p "$OUT"
 LD="${LD:-ld}"
 
@@ -38,9 +55,9 @@ RUSTC_BOOTSTRAP=1 \
 RUSTC_WRAPPER="$ROOT/boot/rustc-wrapper.sh" \
 KTRACE_INSTRUMENT_FLAGS="$FLAGS" \
 RUSTFLAGS="-C code-model=kernel -C relocation-model=static -C force-frame-pointers=yes --cfg ktrace_$MODE" \
-cargo build --quiet --release -p kernel --target x86_64-unknown-none \
-    --target-dir "$TARGET_DIR/kernel-build/$MODE"
-LIB="$TARGET_DIR/kernel-build/$MODE/x86_64-unknown-none/release/libkernel.a"
+cargo build --quiet --release -p kernel ${FEATURES[@]+"${FEATURES[@]}"} --target x86_64-unknown-none \
+    --target-dir "$TARGET_DIR/kernel-build/$BUILD"
+LIB="$TARGET_DIR/kernel-build/$BUILD/x86_64-unknown-none/release/libkernel.a"
 
 "$TOOLS/recordmcount" --mode "$MODE" --notrace "$ROOT/kernel/notrace.list" \
     -o "$OUT/libkernel.mc.a" "$LIB" >&2

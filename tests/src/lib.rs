@@ -26,22 +26,37 @@ pub fn root() -> PathBuf {
 /// Builds the kernel for `mode` ("mcount" or "fentry") once per test process
 /// (serialised across processes with flock) and returns the ELF's path.
 pub fn kernel_elf(mode: &str) -> PathBuf {
+    kernel_elf_scale(mode, None)
+}
+
+/// [`kernel_elf`] with `scale` generated functions (`qemu.sh --scale N`)
+/// when given.
+pub fn kernel_elf_scale(mode: &str, scale: Option<u32>) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
     let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, p)) = built.iter().find(|(m, _)| m == mode) {
+    let key = match scale {
+        Some(n) => format!("{mode}-scale{n}"),
+        None => mode.to_string(),
+    };
+    if let Some((_, p)) = built.iter().find(|(m, _)| *m == key) {
         return p.clone();
     }
     let root = root();
     std::fs::create_dir_all(root.join("target")).unwrap();
-    let out = Command::new("flock")
-        .arg(root.join("target/build.lock"))
+    let mut cmd = Command::new("flock");
+    cmd.arg(root.join("target/build.lock"))
         .arg(root.join("boot/build.sh"))
         .env("KTRACE_MODE", mode)
+        .env_remove("KTRACE_SCALE");
+    if let Some(n) = scale {
+        cmd.env("KTRACE_SCALE", n.to_string());
+    }
+    let out = cmd
         .stderr(Stdio::inherit())
         .output()
         .expect("cannot run boot/build.sh");
-    assert!(out.status.success(), "boot/build.sh failed for mode {mode}");
+    assert!(out.status.success(), "boot/build.sh failed for {key}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let path = PathBuf::from(
         stdout
@@ -50,7 +65,7 @@ pub fn kernel_elf(mode: &str) -> PathBuf {
             .expect("build.sh printed nothing")
             .trim(),
     );
-    built.push((mode.to_string(), path.clone()));
+    built.push((key, path.clone()));
     path
 }
 
@@ -133,9 +148,13 @@ impl Kernel {
     /// dies in a test prints its trace buffer (the last functions it ran,
     /// when a tracer was on) into the log that the failure shows.
     pub fn boot_mode(mode: &str, args: &[&str]) -> Kernel {
-        let elf = kernel_elf(mode);
+        Self::boot_elf(&kernel_elf(mode), args)
+    }
+
+    /// Boots an ELF that [`kernel_elf`] or [`kernel_elf_scale`] built.
+    pub fn boot_elf(elf: &Path, args: &[&str]) -> Kernel {
         let mut cmd = Command::new(root().join("qemu.sh"));
-        cmd.args(with_dump_on_oops(args)).env("KTRACE_KERNEL", &elf);
+        cmd.args(with_dump_on_oops(args)).env("KTRACE_KERNEL", elf);
         // Its own process group, so that Drop stops QEMU too (qemu.sh runs
         // QEMU as a child and would otherwise leave it orphaned).
         let opts = Options {

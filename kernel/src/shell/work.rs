@@ -23,6 +23,9 @@
 //!   errors of each workload.
 //! - `work events SECONDS [MIN_TOGGLES]`: the load of `work all` while every
 //!   trace event is switched on and off, then left on (see [`events`]).
+//! - `work scale N`: on the shell's task, N rounds of calls to every
+//!   generated function of a `qemu.sh --scale` kernel (kernel/scale), each
+//!   result checked against the same formula computed without the call.
 //!
 //! Every function the threads run is `#[inline(never)]` so it has its own
 //! `__fentry__` call site and shows up in function traces.
@@ -79,7 +82,7 @@ struct PingPong {
 
 pub fn run(args: &[String], out: &mut Output) {
     let usage =
-        "Usage: work files|sleep|compute|stack N  or  work all SECONDS  or  work events SECONDS [MIN_TOGGLES]";
+        "Usage: work files|sleep|compute|stack|scale N  or  work all SECONDS  or  work events SECONDS [MIN_TOGGLES]";
     let (Some(kind), Some(arg)) = (args.first(), args.get(1)) else {
         println!("{}", usage);
         return;
@@ -161,8 +164,61 @@ pub fn run(args: &[String], out: &mut Output) {
         }
         "events" => events(&state, cpus, arg, args.get(2), out),
         "stack" => stack(arg, out),
+        "scale" => scale(arg, out),
         _ => println!("{}", usage),
     }
+}
+
+/// The generated functions of a `--scale` build (none otherwise).
+#[cfg(feature = "scale")]
+fn scale_funcs() -> &'static [extern "C" fn(u64) -> u64] {
+    &ktrace_scale::FUNCS
+}
+#[cfg(not(feature = "scale"))]
+fn scale_funcs() -> &'static [extern "C" fn(u64) -> u64] {
+    &[]
+}
+
+/// What generated function `i` returns for `x`.
+#[cfg(feature = "scale")]
+fn scale_expected(i: usize, x: u64) -> u64 {
+    ktrace_scale::expected(i, x)
+}
+#[cfg(not(feature = "scale"))]
+fn scale_expected(_i: usize, _x: u64) -> u64 {
+    0
+}
+
+/// `work scale N`: N rounds over every generated function, each result
+/// checked; prints the count, a checksum of the results and the errors.
+fn scale(arg: &str, out: &mut Output) {
+    let Ok(rounds) = arg.parse::<u64>() else {
+        println!("work: invalid number '{}'", arg);
+        return;
+    };
+    let funcs = scale_funcs();
+    if funcs.is_empty() {
+        println!(
+            "work scale: this kernel has no generated functions (build it with qemu.sh --scale N)"
+        );
+        return;
+    }
+    let (mut sum, mut errors) = (0u64, 0u64);
+    for r in 0..rounds {
+        for (i, f) in funcs.iter().enumerate() {
+            let got = f(black_box(r));
+            errors += (got != scale_expected(i, r)) as u64;
+            sum = sum.wrapping_add(got);
+        }
+    }
+    let text = format!(
+        "work scale: {} functions x {} rounds, sum {:#x}, {} errors\n",
+        funcs.len(),
+        rounds,
+        sum,
+        errors
+    );
+    out.emit_str("work", &text);
 }
 
 /// Bytes of the local array each `work stack` level keeps on the stack.
