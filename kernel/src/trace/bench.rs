@@ -1211,6 +1211,120 @@ fn reading(rep: &mut Report, tr: &TraceArray) {
     rep.result("trace_pipe_raw_per_page", trace_pipe_raw_cost(tr));
 }
 
+// ---------------------------------------------------------------------------
+// Costs per call site: what grows with the number of sites (compare a
+// `qemu.sh --scale N` kernel with the default one)
+
+/// The glob of [`filter_glob_cost`]: Linux's `*foo*` form (a match
+/// anywhere in the name), selecting the bench's leaf alone in any build.
+const FILTER_GLOB: &[u8] = b"*bench_leaf*\n";
+/// Repetitions of the tracefs-file cases (the cheapest is kept).
+const FILE_REPS: usize = 3;
+
+/// Ticks to set `set_ftrace_filter` to [`FILTER_GLOB`] (open with
+/// `O_TRUNC`, write, close: matching every record's name, then the
+/// update), with no tracer on; the filter is emptied after each run,
+/// untimed. Fails unless exactly the leaf was selected.
+fn filter_glob_cost() -> Result<(u64, u64), String> {
+    use crate::fs::{vfs, OpenFlags};
+    let path = "/tracing/set_ftrace_filter";
+    set_tracer("nop")?;
+    let leaf = leaf_record().ok_or_else(|| String::from("no leaf record"))?;
+    let mut best = u64::MAX;
+    for _ in 0..FILE_REPS {
+        let t0 = arch::rdtsc();
+        let mut f = vfs::open(path, OpenFlags::O_WRONLY | OpenFlags::O_TRUNC)
+            .map_err(|e| format!("open: {}", e))?;
+        f.write_all(FILTER_GLOB)
+            .map_err(|e| format!("write: {}", e))?;
+        f.close().map_err(|e| format!("close: {}", e))?;
+        let t = arch::rdtsc().wrapping_sub(t0);
+        drop(f);
+        let selected: Vec<usize> = super::global_ops::FILTER.lock().filter.iter().collect();
+        set_filter("")?;
+        if selected != [leaf] {
+            return Err(format!("{} functions selected", selected.len()));
+        }
+        best = best.min(t);
+    }
+    Ok((best, ftrace::records().len() as u64))
+}
+
+/// Ticks to read `available_filter_functions` to its end in 4 KiB reads
+/// (open, reads, close: what `cat` does). Fails unless it lists one line
+/// per record.
+fn available_filter_functions_cost() -> Result<(u64, u64), String> {
+    use crate::fs::{vfs, OpenFlags};
+    let n = ftrace::records().len() as u64;
+    let mut best = u64::MAX;
+    for _ in 0..FILE_REPS {
+        let mut lines = 0u64;
+        let mut buf = alloc::vec![0u8; 4096];
+        let t = ticks(|| {
+            let Ok(mut f) = vfs::open("/tracing/available_filter_functions", OpenFlags::O_RDONLY)
+            else {
+                return;
+            };
+            while let Ok(k) = f.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                lines += buf[..k].iter().filter(|&&b| b == b'\n').count() as u64;
+            }
+            let _ = f.close();
+        });
+        if lines != n {
+            return Err(format!("{} lines for {} records", lines, n));
+        }
+        best = best.min(t);
+    }
+    Ok((best, n))
+}
+
+/// Ticks per symbol look-up of the printer ([`trace::KernelSymbols`], the
+/// name of an event's `ip`), over `N` call sites spread evenly over the
+/// kernel's own records: a `--scale` build's generated functions
+/// (`ktrace_scale::*`) are left out, so both builds
+/// look up the same functions in tables of different sizes. Each must
+/// name its function.
+fn kallsyms_lookup_cost() -> Result<(u64, u64), String> {
+    use tracer::output::SymbolResolver;
+    let recs = ftrace::records();
+    let own: Vec<u64> = (0..recs.len())
+        .filter(|&i| !ftrace::record_name(i).starts_with("ktrace_scale::"))
+        .map(|i| recs[i].ip)
+        .collect();
+    if own.is_empty() {
+        return Err(String::from("no records"));
+    }
+    let ips: Vec<u64> = (0..N as usize)
+        .map(|i| own[i * own.len() / N as usize])
+        .collect();
+    let syms = trace::KernelSymbols;
+    let empty = min_ticks(
+        || {},
+        || {
+            for &ip in &ips {
+                black_box(black_box(ip));
+            }
+        },
+    );
+    let mut found = 0u64;
+    let full = min_ticks(
+        || {},
+        || {
+            found = 0;
+            for &ip in &ips {
+                found += black_box(syms.lookup(black_box(ip))).is_some() as u64;
+            }
+        },
+    );
+    if found != N {
+        return Err(format!("{} of {} sites have a symbol", found, N));
+    }
+    Ok((full.saturating_sub(empty), N))
+}
+
 /// What the command changes, put back afterwards.
 struct Saved {
     tracer: &'static str,
@@ -1364,6 +1478,9 @@ pub fn run(args: &[String]) -> String {
             );
         }
     }
+    // The count the per-site rows divide by (a `--scale N` build has N
+    // more).
+    let _ = writeln!(rep.out, "bench: sites {} sites", ftrace::records().len());
     let saved = save();
     if let Err(e) = set_tracer("nop") {
         rep.failed("setup", &e);
@@ -1448,7 +1565,8 @@ pub fn run(args: &[String]) -> String {
 
     reading(&mut rep, tr);
     // The hist case lives with the hist trigger (super::hist), run with
-    // this module's loop; last, since its table changes the heap.
+    // this module's loop; after the call cases, since its table changes
+    // the heap.
     rep.result(
         "hist_update",
         sched_switch_file(tr).and_then(|file| {
@@ -1462,6 +1580,15 @@ pub fn run(args: &[String]) -> String {
             )
         }),
     );
+
+    // After the cases above: these allocate and free large texts, which
+    // would change where their allocations land.
+    rep.result("filter_glob_per_site", filter_glob_cost());
+    rep.result(
+        "available_filter_functions_per_site",
+        available_filter_functions_cost(),
+    );
+    rep.result("kallsyms_lookup", kallsyms_lookup_cost());
 
     restore(saved);
     tr.buffer.reset();
