@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const NAMES: [&str; 28] = [
+const NAMES: [&str; 29] = [
     "call_uninstrumented",
     "call_nop",
     "call_function",
@@ -37,6 +37,7 @@ const NAMES: [&str; 28] = [
     "filter_glob_per_site",
     "available_filter_functions_per_site",
     "kallsyms_lookup",
+    "record_names_per_site",
     "format_per_event",
     "trace_pipe_per_line",
     "trace_pipe_raw_per_page",

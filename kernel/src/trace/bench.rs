@@ -1325,6 +1325,24 @@ fn kallsyms_lookup_cost() -> Result<(u64, u64), String> {
     Ok((full.saturating_sub(empty), N))
 }
 
+/// Ticks to name every record once ([`ftrace::build_record_names`], what
+/// the first read of `available_filter_functions` or glob filter pays
+/// before the rows above, which find the names made).
+fn record_names_cost() -> Result<(u64, u64), String> {
+    let n = ftrace::records().len();
+    let mut best = u64::MAX;
+    for _ in 0..FILE_REPS {
+        let mut names = None;
+        let t = ticks(|| names = Some(ftrace::build_record_names()));
+        let names = names.unwrap_or_default();
+        if names.len() != n || (0..n).any(|i| names[i] != ftrace::record_name(i)) {
+            return Err(String::from("names differ from record_name"));
+        }
+        best = best.min(t);
+    }
+    Ok((best, n as u64))
+}
+
 /// What the command changes, put back afterwards.
 struct Saved {
     tracer: &'static str,
@@ -1589,6 +1607,7 @@ pub fn run(args: &[String]) -> String {
         available_filter_functions_cost(),
     );
     rep.result("kallsyms_lookup", kallsyms_lookup_cost());
+    rep.result("record_names_per_site", record_names_cost());
 
     restore(saved);
     tr.buffer.reset();

@@ -662,13 +662,41 @@ pub fn ftrace_check_sites() -> CheckReport {
     report
 }
 
-/// The name a record shows in available_filter_functions (Linux: %ps).
+/// The name of every record, in record order, made by the first
+/// [`record_name`] after [`ftrace_init`].
+static RECORD_NAMES: Once<Box<[&'static str]>> = Once::new();
+
+/// What a record without a symbol is called.
+const INVALID_NAME: &str = "__ftrace_invalid_address__";
+
+/// Every record's name, looked up in one walk of the records and the
+/// symbol table together (both are sorted by address): O(records +
+/// symbols), where a kallsyms look-up per record is O(records * log
+/// symbols). `bench` times it on its own (`record_names_per_site`).
+pub fn build_record_names() -> Box<[&'static str]> {
+    let recs = records();
+    match crate::kallsyms::table() {
+        Some(t) => t
+            .lookup_sorted(recs.iter().map(|r| r.ip))
+            .map(|s| s.map_or(INVALID_NAME, |s| s.name))
+            .collect(),
+        None => alloc::vec![INVALID_NAME; recs.len()].into_boxed_slice(),
+    }
+}
+
+/// The name a record shows in available_filter_functions (Linux: %ps,
+/// a kallsyms look-up every time; here the first call names every record,
+/// so that reading the file or matching a glob against every record costs
+/// the same per record at any number of records).
 pub fn record_name(i: usize) -> &'static str {
-    records()
+    if records().is_empty() {
+        return INVALID_NAME;
+    }
+    RECORD_NAMES
+        .call_once(build_record_names)
         .get(i)
-        .and_then(|r| crate::kallsyms::table().and_then(|t| t.lookup(r.ip)))
-        .map(|s| s.name)
-        .unwrap_or("__ftrace_invalid_address__")
+        .copied()
+        .unwrap_or(INVALID_NAME)
 }
 
 /// Per-context recursion protection (Linux: include/linux/trace_recursion.h).
