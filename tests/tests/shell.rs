@@ -160,6 +160,9 @@ fn tracefs_control_files_and_workloads() {
         "README",
         "available_tracers",
         "current_tracer",
+        "dynamic_events",
+        "kprobe_events",
+        "kprobe_profile",
         "trace",
         "tracing_on",
     ] {

@@ -1230,3 +1230,54 @@ fn ktrace_record_all_events_read_in_trace_cmd() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
 }
+
+/// `ktrace record --kprobe DEF -e kprobes`: the probe event's format goes
+/// into trace.dat, so that trace-cmd prints its records by their print fmt
+/// (the arguments' values, `%pS`, a string, an array), and `ktrace report`
+/// prints them the same.
+#[test]
+fn ktrace_record_kprobe_events() {
+    let dat = scratch("kprobes.dat");
+    let elf = tests::kernel_elf("mcount");
+    let def = "p:myprobe kernel::shell::work::work_stack_recurse left=$arg1 level=$arg2:s32 \
+               r=$stack0:symbol c=$comm";
+    let out = Command::new(ktrace_bin())
+        .env("KTRACE_KERNEL", &elf)
+        .env("KTRACE_ROOT", root())
+        .args(["record", "--kprobe", def, "-e", "kprobes", "-o"])
+        .arg(&dat)
+        .args(["--", "work stack 3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "ktrace record failed: {stderr}");
+    let report = trace_cmd(&["report", dat.to_str().unwrap()]);
+    assert!(!report.contains("FAILED TO PARSE"), "{report}");
+    let lines: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains(" myprobe: "))
+        .collect();
+    assert_eq!(lines.len(), 4, "{report}");
+    for (i, l) in lines.iter().enumerate() {
+        let body = l.split(" myprobe: ").nth(1).unwrap().trim_start();
+        let (ip, args) = body.split_once(") ").unwrap();
+        assert!(ip.starts_with("(ffffffff"), "{l}");
+        let caller = if i == 0 {
+            "kernel::shell::work::"
+        } else {
+            "kernel::shell::work::work_stack_recurse+0x"
+        };
+        assert!(
+            args.starts_with(&format!("left=0x{:x} level={} r={caller}", 3 - i, i)),
+            "{l}"
+        );
+        assert!(args.ends_with(" c=\"sh\""), "{l}");
+    }
+    let ours = Command::new(ktrace_bin())
+        .args(["report", "-i"])
+        .arg(&dat)
+        .output()
+        .unwrap();
+    assert!(ours.status.success());
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), report);
+}

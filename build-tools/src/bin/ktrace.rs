@@ -49,7 +49,8 @@ use build_tools::{Error, Result};
 
 const USAGE: &str = "\
 usage: ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVENT]...
-                     [-b KB] [--smp N] [-o FILE] [-v] [PICTURES] -- 'SHELL LINE'...
+                     [--kprobe DEFINITION]... [-b KB] [--smp N] [-o FILE] [-v] [PICTURES]
+                     -- 'SHELL LINE'...
        ktrace extract [-o FILE] [--smp N] [-v] [PICTURES] -- 'SHELL LINE'...
        ktrace extract [-o FILE] [PICTURES] -i CAPTURE
        ktrace report [-i FILE] [--cpu N]... [-F EVENT]... [-O parent=1]
@@ -57,6 +58,8 @@ usage: ktrace record [-p TRACER] [-l FUNC]... [-n FUNC]... [-g FUNC]... [-e EVEN
 PICTURES: --flamegraph OUT.svg (self time in ns; --count: calls), --folded OUT.txt
           (the same stacks as text), --chrome OUT.json (Chrome trace-event timeline).
 -e EVENT: SYSTEM:EVENT, a SYSTEM, an EVENT name, globs (sched:sched_wak*), or all.
+--kprobe DEFINITION: written to kprobe_events before the events are chosen
+  ('p:myprobe SYM arg=%di', then -e kprobes), as one does before trace-cmd.
 Each SHELL LINE is one line typed into the kernel's shell (no `;`).
 Output defaults to trace.dat.";
 
@@ -108,6 +111,7 @@ struct RecordArgs {
     notrace: Vec<String>,
     graph: Vec<String>,
     events: Vec<String>,
+    kprobes: Vec<String>,
     buffer_kb: Option<u64>,
     smp: u32,
     output: PathBuf,
@@ -239,6 +243,7 @@ fn parse_record(args: &[String], record: bool) -> std::result::Result<RecordArgs
             "-n" if record => a.notrace.push(value(&mut i, opt)?),
             "-g" if record => a.graph.push(value(&mut i, opt)?),
             "-e" if record => a.events.push(value(&mut i, opt)?),
+            "--kprobe" if record => a.kprobes.push(value(&mut i, opt)?),
             "-b" if record => {
                 let v = value(&mut i, opt)?;
                 a.buffer_kb = Some(
@@ -402,6 +407,14 @@ fn run_kernel(a: &RecordArgs, record: bool, com2: &Path) -> Result<()> {
 /// Everything between the boot and the poweroff: the set-up, the user's
 /// lines, stopping, and `trace-export`.
 fn run_lines(s: &mut Session, a: &RecordArgs, record: bool) -> Result<()> {
+    for def in &a.kprobes {
+        if def.contains('\'') {
+            return Err(Error::new(format!(
+                "--kprobe {def:?}: no ' in a definition"
+            )));
+        }
+        run_checked(s, &format!("echo '{def}' >> /tracing/kprobe_events"))?;
+    }
     let events = if record && !a.events.is_empty() {
         let available = run_checked(s, "cat /tracing/available_events")?;
         select_events(&a.events, &available).map_err(Error::new)?

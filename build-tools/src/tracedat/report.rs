@@ -55,6 +55,8 @@ pub struct EventFormat {
     pub name: String,
     pub id: u16,
     pub fields: Vec<Field>,
+    /// The `print fmt:` line's text.
+    pub print_fmt: String,
 }
 
 impl EventFormat {
@@ -63,8 +65,11 @@ impl EventFormat {
         let mut name = None;
         let mut id = None;
         let mut fields = Vec::new();
+        let mut print_fmt = String::new();
         for line in text.lines() {
-            if let Some(v) = line.strip_prefix("name: ") {
+            if let Some(v) = line.strip_prefix("print fmt: ") {
+                print_fmt = v.to_string();
+            } else if let Some(v) = line.strip_prefix("name: ") {
                 name = Some(v.trim().to_string());
             } else if let Some(v) = line.strip_prefix("ID: ") {
                 id = v.trim().parse::<u16>().ok();
@@ -100,6 +105,7 @@ impl EventFormat {
                 name,
                 id,
                 fields,
+                print_fmt,
             }),
             _ => Err(DatError(format!(
                 "a {system} event format without name or ID"
@@ -680,6 +686,9 @@ fn ctxwake_text(fmt: &EventFormat, rec: &Record, delim: &str) -> Option<String> 
 }
 
 fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
+    if fmt.field("__probe_ip").is_some() || fmt.field("__probe_func").is_some() {
+        return probe_event_text(ctx, fmt, rec);
+    }
     let call = tracer::trace_events::find_event(fmt.id)?;
     if call.system != fmt.system || call.name != fmt.name || rec.data.len() < call.size {
         return None;
@@ -688,6 +697,75 @@ fn event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> 
     (call.print)(&rec.data, &mut out, &ctx.syms);
     let text = String::from_utf8_lossy(out.as_bytes());
     Some(plain_pointers(&no_symbol_sizes(&text)))
+}
+
+/// A probe event (`kprobe_events`), by its print fmt as libtraceevent
+/// evaluates it: `(%lx)` (or `(%lx <- %lx)`: `__probe_func`, then
+/// `__probe_ret_ip`) in bare hex, then ` NAME=CONV` per argument:
+/// `%u`/`%Lu`, `%d`/`%Ld`, `0x%x`/`0x%Lx`, `%pS` (`sym+0xoff`), a
+/// `__data_loc` string in quotes, arrays as `{a,b}`.
+fn probe_event_text(ctx: &Ctx<'_>, fmt: &EventFormat, rec: &Record) -> Option<String> {
+    let body = fmt.print_fmt.strip_prefix('"')?;
+    let body = &body[..body.find("\", ").or_else(|| body.rfind('"'))?];
+    let (head, args) = if let Some(rest) = body.strip_prefix("(%lx <- %lx)") {
+        let func = fmt.num(&rec.data, "__probe_func")?;
+        let ret = fmt.num(&rec.data, "__probe_ret_ip")?;
+        (format!("({func:x} <- {ret:x})"), rest)
+    } else {
+        let ip = fmt.num(&rec.data, "__probe_ip")?;
+        (format!("({ip:x})"), body.strip_prefix("(%lx)")?)
+    };
+    let mut out = head;
+    for seg in args.split(' ').filter(|s| !s.is_empty()) {
+        let (name, conv) = seg.split_once('=')?;
+        let f = fmt.field(name)?;
+        let bytes = rec.data.get(f.offset..f.offset + f.size)?;
+        out.push(' ');
+        out.push_str(name);
+        out.push('=');
+        let one = |conv: &str, b: &[u8]| -> Option<String> {
+            let mut a = [0u8; 8];
+            a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+            let v = u64::from_le_bytes(a);
+            let bits = 8 * b.len() as u32;
+            Some(match conv {
+                "%u" | "%Lu" => v.to_string(),
+                "%d" | "%Ld" => {
+                    let sh = 64 - bits;
+                    (((v << sh) as i64) >> sh).to_string()
+                }
+                "0x%x" | "0x%Lx" => format!("0x{v:x}"),
+                "%pS" => match ctx.syms.lookup(v) {
+                    Some((n, start)) => format!("{n}+0x{:x}", v - start),
+                    None => format!("0x{v:x}"),
+                },
+                "\\\"%s\\\"" => {
+                    let loc = v as u32;
+                    let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+                    let s = rec.data.get(off..off + len).unwrap_or(&[]);
+                    let s = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
+                    format!("\"{}\"", String::from_utf8_lossy(s))
+                }
+                _ => return None,
+            })
+        };
+        if let Some(inner) = conv.strip_prefix('{').and_then(|c| c.strip_suffix('}')) {
+            let convs: Vec<&str> = inner.split(',').collect();
+            let n = convs.len();
+            let each = f.size / n.max(1);
+            let vals: Option<Vec<String>> = convs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| one(c, &bytes[i * each..(i + 1) * each]))
+                .collect();
+            out.push('{');
+            out.push_str(&vals?.join(","));
+            out.push('}');
+        } else {
+            out.push_str(&one(conv, bytes)?);
+        }
+    }
+    Some(out)
 }
 
 /// libtraceevent's kmem plugin (plugins/plugin_kmem.c, `call_site_handler`)

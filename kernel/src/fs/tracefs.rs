@@ -403,6 +403,14 @@ impl OpenFile for Counted {
     }
 }
 
+/// True for a directory with no entries.
+pub fn is_empty_dir(dir: &Dentry) -> bool {
+    match &dir.kind {
+        Kind::Dir { children, .. } => children.lock().is_empty(),
+        Kind::File(_) => false,
+    }
+}
+
 /// Unlinks an instance's directory from `instances/` once the instance is
 /// gone (called by the instance code from its `rmdir`).
 pub fn unlink_instance_dir(parent: &Dentry, name: &str) -> Option<Dentry> {

@@ -851,6 +851,50 @@ fn event_sched_switch(tr: &TraceArray) -> Result<(u64, u64), String> {
     r
 }
 
+/// Instructions a bare kprobe (a pre-handler that returns at once) adds to
+/// a call of the leaf, at the same place as [`kprobe_hit`]'s: the int3
+/// path alone.
+fn kprobe_int3_bare() -> Result<(u64, u64), String> {
+    let (kp, _) = super::trace_kprobe::bench_bare("ktrace_bench_leaf")?;
+    crate::sched::preempt_disable();
+    let on = call_cost(ktrace_bench_leaf, &mut || {});
+    crate::kprobes::unregister_kprobe(&kp);
+    let off = call_cost(ktrace_bench_leaf, &mut || {});
+    crate::sched::preempt_enable();
+    Ok((on.saturating_sub(off), N))
+}
+
+/// Instructions a probe event adds to a call of the leaf: the int3 probe
+/// (`kprobe_events`' `p:` at the leaf's second instruction, so not the
+/// function-entry path) with its event enabled and recorded, with no fetch
+/// argument or with `%di` (trace_kprobe's `bench_define`); over the same
+/// call unprobed.
+fn kprobe_hit(tr: &TraceArray, fetch_arg: bool) -> Result<(u64, u64), String> {
+    use super::events::trace_event_enable_disable;
+    let file = super::trace_kprobe::bench_define("ktrace_bench_leaf", fetch_arg)?;
+    crate::sched::preempt_disable();
+    let off = call_cost(ktrace_bench_leaf, &mut || {});
+    let r = trace_event_enable_disable(file, true)
+        .map_err(|e| format!("enable bench_kprobe: {:?}", e))
+        .and_then(|_| {
+            let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
+            let got = this_cpu_entries(tr);
+            if got != N {
+                Err(format!(
+                    "{} events recorded for {} calls, expected {}",
+                    got, N, N
+                ))
+            } else {
+                Ok((on.saturating_sub(off), N))
+            }
+        });
+    let _ = trace_event_enable_disable(file, false);
+    crate::sched::preempt_enable();
+    super::trace_kprobe::bench_remove();
+    tr.buffer.reset();
+    r
+}
+
 /// Instructions per sched_switch that the event's filter rejects: the
 /// same leaf as [`event_sched_switch`] with the event on and the
 /// one-predicate filter `next_pid == 0` (the bench's task is not pid 0),
@@ -1553,6 +1597,9 @@ pub fn run(args: &[String]) -> String {
     rep.result("event_sched_switch", event_sched_switch(tr));
     rep.result("event_filtered_out", event_filtered_out(tr));
     rep.result("trigger_if_false", trigger_if_false(tr));
+    rep.result("kprobe_int3_bare", kprobe_int3_bare());
+    rep.result("kprobe_hit", kprobe_hit(tr, false));
+    rep.result("kprobe_hit_one_arg", kprobe_hit(tr, true));
 
     match update_all() {
         Ok((on, off, sites)) => {

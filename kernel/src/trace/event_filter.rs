@@ -258,6 +258,19 @@ pub fn create_event_filter_file(
     })
 }
 
+/// Creates `filter` in `dir` for an event file that lives for ever (a
+/// probe event's, see `trace_kprobe`).
+pub fn create_event_filter_file_static(
+    dir: &Dentry,
+    file: &'static TraceEventFile,
+) -> Result<Dentry, Errno> {
+    tracefs::create_file(dir, "filter", TRACE_MODE_WRITE, move |_: OpenFlags| {
+        let f = SeqFile::new(file.filter.text())
+            .with_write(move |buf| apply_event_filter(file, buf).map(|()| buf.len()));
+        Ok(Box::new(f) as Box<dyn OpenFile>)
+    })
+}
+
 /// Creates `filter` in the directory `dir` of `tr`'s event system
 /// `system`. It reads Linux's help text: a subsystem filter that reached
 /// at least one event leaves no text of its own.

@@ -89,7 +89,7 @@ pub struct EventCall {
 /// Puts the probe `new` in place of `old` on the event's tracepoint, for
 /// one file: register (`None` to `Some`), replace (one published list:
 /// each call runs one of the two), unregister (`Some` to `None`).
-type RegFn = fn(&TraceEventFile, Option<ProbeSel>, Option<ProbeSel>) -> Result<(), Errno>;
+pub type RegFn = fn(&TraceEventFile, Option<ProbeSel>, Option<ProbeSel>) -> Result<(), Errno>;
 
 /// Which of an event's probes is meant.
 #[derive(Clone, Copy)]
@@ -176,6 +176,29 @@ unsafe impl Send for TraceEventFile {}
 unsafe impl Sync for TraceEventFile {}
 
 impl TraceEventFile {
+    /// The file of an event made at run time (a probe event of
+    /// `trace_kprobe`) in `tr`, disabled: `reg` and `gate` do what an
+    /// [`EventCall`]'s do. The caller keeps it for as long as `tr` lives
+    /// or longer.
+    pub fn new_dynamic(
+        call: &'static TraceEventCall,
+        reg: RegFn,
+        gate: &'static GateFns,
+        tr: &TraceArray,
+    ) -> TraceEventFile {
+        TraceEventFile {
+            call,
+            flags: AtomicU32::new(0),
+            reg,
+            gate,
+            probe: Mutex::new(Probe::Off),
+            tr,
+            sm_ref: AtomicU32::new(0),
+            triggers: super::trigger::EventTriggers::new(),
+            filter: super::event_filter::FilterSlot::new(),
+        }
+    }
+
     /// The trace array this event records into.
     #[inline(always)]
     pub fn tr(&self) -> &TraceArray {
@@ -721,7 +744,9 @@ pub fn event_soft_enable_disable_locked(
 
 /// `available_events`: `system:event` per line.
 pub fn available_events() -> String {
-    let mut s = String::new();
+    // Probe events first, newest first, as Linux adds an event made at
+    // run time at the head of its list.
+    let mut s = super::trace_kprobe::available_events();
     for e in event_calls() {
         s.push_str(e.call.system);
         s.push(':');
@@ -733,7 +758,7 @@ pub fn available_events() -> String {
 
 /// A write to `events/SYSTEM/EVENT/enable` (Linux: `event_enable_write`):
 /// a decimal 0 or 1, else EINVAL.
-fn enable_store(file: &TraceEventFile, text: &str) -> Result<(), Errno> {
+pub fn enable_store(file: &TraceEventFile, text: &str) -> Result<(), Errno> {
     match tracefs::parse_ulong(text)? {
         0 => trace_event_enable_disable(file, false),
         1 => trace_event_enable_disable(file, true),

@@ -142,7 +142,9 @@ pub fn metadata_files() -> Vec<(String, Vec<u8>)> {
     }
     // Every declared event, under its system, as trace-cmd reads
     // `events/SYSTEM/EVENT/format` for the EVENT FORMATS section.
-    for e in tracer::trace_events::all_events() {
+    // And the probe events that exist.
+    let probes = super::trace_kprobe::event_calls();
+    for e in tracer::trace_events::all_events().chain(probes) {
         files.push((
             format!("events/{}/{}/format", e.system, e.name),
             e.format_file().into_bytes(),

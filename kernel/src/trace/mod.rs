@@ -28,6 +28,7 @@ pub mod snapshot;
 pub mod trace;
 pub mod trace_funccount;
 pub mod trace_irqsoff;
+pub mod trace_kprobe;
 pub mod trace_sched_wakeup;
 pub mod trace_stack;
 pub mod tracepoint_stress;
@@ -67,6 +68,7 @@ pub fn init() {
         .and_then(|_| ftrace_profile::init(&root))
         .and_then(|_| trace_funccount::init(&root))
         .and_then(|_| ftrace_dump::init())
+        .and_then(|_| trace_kprobe::init(&root))
         .and_then(|_| register_sysctls());
     if let Err(e) = result {
         println!("tracefs: cannot create the ftrace files: {e:?}");

@@ -436,18 +436,23 @@ fn after_removal(guard: &MutexGuard<'static, ()>, file: &TraceEventFile, data: &
 /// `clear_event_triggers`), before the array goes.
 pub fn clear_event_triggers(guard: &MutexGuard<'static, ()>, tr: &TraceArray) {
     for file in tr.events.files() {
-        if file.triggers.is_empty() {
-            continue;
-        }
-        let Ok(all) = file
-            .triggers
-            .update(guard, |list| Ok(core::mem::take(list)))
-        else {
-            continue;
-        };
-        for data in all {
-            after_removal(guard, file, &data);
-        }
+        clear_file_triggers(guard, file);
+    }
+}
+
+/// Removes every trigger of one event (a probe event being removed).
+pub fn clear_file_triggers(guard: &MutexGuard<'static, ()>, file: &TraceEventFile) {
+    if file.triggers.is_empty() {
+        return;
+    }
+    let Ok(all) = file
+        .triggers
+        .update(guard, |list| Ok(core::mem::take(list)))
+    else {
+        return;
+    };
+    for data in all {
+        after_removal(guard, file, &data);
     }
 }
 
@@ -787,7 +792,20 @@ fn trigger_open(
     index: usize,
     flags: OpenFlags,
 ) -> Result<Box<dyn OpenFile>, Errno> {
+    let tr = tr.clone();
     let file = &tr.events.files()[index];
+    trigger_open_file(file, flags, {
+        let tr = tr.clone();
+        move |buf| trigger_write(&tr.events.files()[index], buf)
+    })
+}
+
+/// Opening the `trigger` of `file`; writes go to `write`.
+fn trigger_open_file(
+    file: &TraceEventFile,
+    flags: OpenFlags,
+    write: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
+) -> Result<Box<dyn OpenFile>, Errno> {
     if flags.writable() && flags.truncate() {
         let guard = event_mutex();
         let cmds: Vec<_> = TRIGGER_COMMANDS.lock().clone();
@@ -798,10 +816,18 @@ fn trigger_open(
         }
     }
     let text = trigger_text(file);
-    let tr = tr.clone();
-    Ok(Box::new(SeqFile::new(text).with_write(move |buf| {
-        trigger_write(&tr.events.files()[index], buf)
-    })))
+    Ok(Box::new(SeqFile::new(text).with_write(write)))
+}
+
+/// Creates `trigger` in `dir` for an event file that lives for ever (a
+/// probe event's, see `trace_kprobe`).
+pub fn create_trigger_file_static(
+    dir: &Dentry,
+    file: &'static TraceEventFile,
+) -> Result<Dentry, Errno> {
+    tracefs::create_file(dir, "trigger", TRACE_MODE_WRITE, move |f| {
+        trigger_open_file(file, f, move |buf| trigger_write(file, buf))
+    })
 }
 
 /// Creates `trigger` in `dir` for the event `tr.events.files()[index]`.

@@ -135,6 +135,16 @@ pub fn process_fetch_insn(
     env: &dyn FetchEnv,
     mut dest: Option<(&mut [u8], usize)>,
 ) -> usize {
+    // The common case, a register stored as it is: no stage loop.
+    if let ([FetchInsn::Reg(r), FetchInsn::StRaw(size), FetchInsn::End], Some((rec, dl))) =
+        (code, &mut dest)
+    {
+        let n = *size as usize;
+        if let Some(d) = rec.get_mut(*dl..*dl + n) {
+            d.copy_from_slice(&env.reg(*r).to_le_bytes()[..n]);
+        }
+        return 0;
+    }
     let mut i = 0;
     let mut src = Src::Mem;
     // Stage 1: load.

@@ -62,15 +62,27 @@ pub fn register(probe: TraceProbe) -> Result<&'static ProbeEvent, Errno> {
         NEXT.store(MAX_PROBE_EVENTS as u32, Ordering::Relaxed);
         return Err(Errno::ENODEV);
     }
+    // An array's C type `u8[3]` is shown as `u8 name[3]` (Linux's
+    // `f_show` splits the type at its `[`).
     let fields: Vec<EventField> = super::print::fields(&probe)
         .into_iter()
-        .map(|(ty, name, offset, size, signed)| EventField {
-            ty: leak(ty),
-            name: leak(name),
-            offset,
-            size,
-            signed,
-            array: None,
+        .map(|(ty, name, offset, size, signed)| {
+            // (`__data_loc char[]` keeps its `[]`.)
+            let split = ty
+                .split_once('[')
+                .and_then(|(b, n)| Some((b, n.trim_end_matches(']').parse::<u32>().ok()?)));
+            let (ty, array) = match split {
+                Some((base, n)) => (String::from(base), Some(n)),
+                None => (ty, None),
+            };
+            EventField {
+                ty: leak(ty),
+                name: leak(name),
+                offset,
+                size,
+                signed,
+                array,
+            }
         })
         .collect();
     let call = TraceEventCall {

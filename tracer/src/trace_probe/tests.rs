@@ -529,6 +529,16 @@ fn registry_format_file() {
     let tp = parse("p:e52 vfs_read @vfs_read+4:x8 @vfs_read-4:x8").unwrap();
     let ev = registry::register(tp).unwrap();
     assert!(ev.call.id >= registry::FIRST_ID);
+    // A string keeps `__data_loc char[]`; an array is `u8 name[3]`.
+    let ev2 = registry::register(parse("p:x vfs_read c=$comm a=+0(%di):u8[3]").unwrap()).unwrap();
+    assert_eq!(
+        (ev2.call.fields[1].ty, ev2.call.fields[1].array),
+        ("__data_loc char[]", None)
+    );
+    assert_eq!(
+        (ev2.call.fields[2].ty, ev2.call.fields[2].array),
+        ("u8", Some(3))
+    );
     let want = format!(
         "name: e52\nID: {}\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

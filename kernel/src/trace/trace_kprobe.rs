@@ -1,0 +1,705 @@
+//! Probe events: `kprobe_events`, `dynamic_events` and `kprobe_profile`
+//! (Linux: kernel/trace/trace_kprobe.c and trace_dynevent.c).
+//!
+//! A line written to `kprobe_events` (or `dynamic_events`) is parsed by
+//! `tracer::trace_probe` into a probe point, an event name and fetch
+//! programs. The probe is then registered with the kprobe core
+//! (`crate::kprobes`), disabled, and, unless its `[GROUP/]EVENT` exists
+//! already (several probes may feed one event, Linux's multiprobe), the
+//! event is made: a type id and its description in
+//! `tracer::trace_probe::registry` (what the printer and `ktrace report`
+//! look up), one [`TraceEventFile`] of the top-level trace array, and
+//! `events/GROUP/EVENT/{enable,format,id,filter,trigger}`. Those files work
+//! as a declared event's do, through the same event-file code: enabling
+//! the event calls [`kprobe_event_reg`], which enables the probes' int3s.
+//!
+//! On a hit, [`kprobe_dispatcher`] (the probe's pre-handler, interrupts
+//! off) counts the hit for `kprobe_profile`, measures the strings its
+//! arguments copy, and writes the record (`__probe_ip`, then the
+//! arguments) through the same reserve/commit path as a declared event,
+//! or through the event's slow path when it has a filter, triggers or is
+//! soft-disabled. The fetch programs read memory with
+//! [`copy_from_kernel_nofault`], which refuses anything that is not mapped
+//! kernel memory instead of faulting.
+//!
+//! An event's description and file are never freed: a record of a removed
+//! event may still be printed, and its file may still be named by a
+//! trigger being torn down. That is a few hundred bytes per event ever
+//! made (the registry bounds how many).
+//!
+//! Not here yet: return probes (`r`, `%return`), which need the core's
+//! kretprobes, refused with "Failed to register probe event" and
+//! `EOPNOTSUPP`; probe events in instances; the `events/kprobes/enable`
+//! and `filter` files of the group.
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use spin::{Mutex, MutexGuard, Once};
+use tracer::trace_probe::fetch::{self, FetchEnv};
+use tracer::trace_probe::registry::{self, ProbeEvent};
+use tracer::trace_probe::{
+    self as tp, log_entry, ProbeError, ProbeLogEntry, ProbeSymbols, TpErr, TraceProbe,
+};
+
+use super::events::{self, flags, GateFns, GateSpec, ProbeSel, TraceEventFile};
+use super::trace::{global_trace, global_trace_arc, trace_entry_word};
+use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
+use crate::fs::{Errno, OpenFile, OpenFlags};
+use crate::kprobes::{self, Kprobe, PtRegs};
+
+/// Where the error log says refused definitions come from.
+const LOG_LOC: &str = "trace_kprobe";
+
+/// One event made by probe definitions (Linux: `trace_probe_event`),
+/// shared by the probes defined with its name.
+struct ProbeEventFile {
+    ev: &'static ProbeEvent,
+    /// The event's file in the top-level trace array.
+    file: &'static TraceEventFile,
+    /// `events/GROUP`.
+    group_dir: Dentry,
+}
+
+/// One probe definition (Linux: `struct trace_kprobe`).
+pub struct TraceKprobe {
+    tp: TraceProbe,
+    event: Once<Arc<ProbeEventFile>>,
+    kp: Arc<Kprobe>,
+    /// Hits while enabled (Linux: `nhit`, per CPU there).
+    nhit: AtomicU64,
+    /// Set while the event is enabled: the dispatcher does nothing else.
+    enabled: AtomicBool,
+    /// An argument copies a string (its size is measured at each hit).
+    dynamic: bool,
+    /// When every argument is a register stored as it is (`%di`,
+    /// `$arg1:u32`...): (register, record offset, size) of each, stored
+    /// without running the fetch programs.
+    regs_only: Option<Vec<(u8, usize, usize)>>,
+}
+
+/// Every probe definition, in the order written (Linux: the
+/// `dynamic_events` list). Taken after the event mutex.
+static DYN_EVENTS: Mutex<Vec<Arc<TraceKprobe>>> = Mutex::new(Vec::new());
+
+/// The kernel's symbols, for the parser.
+struct KernelSyms;
+
+impl ProbeSymbols for KernelSyms {
+    fn lookup(&self, name: &str) -> (usize, u64) {
+        let Some(t) = crate::kallsyms::table() else {
+            return (0, 0);
+        };
+        let mut n = 0;
+        let mut addr = 0;
+        for s in t.iter().filter(|s| s.name == name) {
+            if n == 0 {
+                addr = s.addr;
+            }
+            n += 1;
+        }
+        (n, addr)
+    }
+}
+
+/// Linux's `copy_from_kernel_nofault`: copies `buf.len()` bytes at `addr`
+/// if every page of them is mapped kernel memory (the upper half),
+/// otherwise copies nothing and returns false.
+pub fn copy_from_kernel_nofault(addr: u64, buf: &mut [u8]) -> bool {
+    let len = buf.len() as u64;
+    if len == 0 {
+        return true;
+    }
+    let Some(last) = addr.checked_add(len - 1) else {
+        return false;
+    };
+    if addr < 0xffff_8000_0000_0000 {
+        return false;
+    }
+    let mut page = addr & !0xfff;
+    while page <= last {
+        if !crate::arch::paging::is_mapped(page.max(addr), 1) {
+            return false;
+        }
+        match page.checked_add(0x1000) {
+            Some(p) => page = p,
+            None => break,
+        }
+    }
+    // SAFETY: every page of [addr, addr + len) is mapped (checked above),
+    // and `buf` does not overlap it from the reader's point of view (a
+    // racing writer can only change the bytes read, not fault).
+    unsafe { core::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    true
+}
+
+/// The registers and memory a fetch program reads at a hit.
+struct RegsEnv<'a> {
+    regs: &'a PtRegs,
+}
+
+impl FetchEnv for RegsEnv<'_> {
+    fn reg(&self, idx: u8) -> u64 {
+        let r = self.regs;
+        match idx {
+            0 => r.r15,
+            1 => r.r14,
+            2 => r.r13,
+            3 => r.r12,
+            4 => r.rbp,
+            5 => r.rbx,
+            6 => r.r11,
+            7 => r.r10,
+            8 => r.r9,
+            9 => r.r8,
+            10 => r.rax,
+            11 => r.rcx,
+            12 => r.rdx,
+            13 => r.rsi,
+            14 => r.rdi,
+            // orig_ax: -1 in an exception frame, as on Linux.
+            15 => u64::MAX,
+            16 => r.rip,
+            17 => r.cs,
+            18 => r.rflags,
+            19 => r.rsp,
+            20 => r.ss,
+            _ => 0,
+        }
+    }
+
+    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+        copy_from_kernel_nofault(addr, buf)
+    }
+
+    fn comm(&self) -> [u8; 16] {
+        crate::sched::current().map_or([0; 16], |t| tracer::trace_events::comm_bytes(t.comm()))
+    }
+}
+
+/// The kprobe's pre-handler (Linux: `kprobe_dispatcher` and
+/// `__kprobe_trace_func`).
+fn kprobe_dispatcher(kp: &Kprobe, regs: &mut PtRegs) -> bool {
+    // SAFETY: `data` is the address of the TraceKprobe that owns `kp`
+    // (Arc::new_cyclic in `create_trace_kprobe`); the probe is
+    // unregistered, which waits for every CPU to leave its handlers,
+    // before that TraceKprobe is dropped.
+    let tk = unsafe { &*(kp.data as *const TraceKprobe) };
+    if !tk.enabled.load(Ordering::Acquire) {
+        return false;
+    }
+    tk.nhit.fetch_add(1, Ordering::Relaxed);
+    if let Some(ev) = tk.event.get() {
+        kprobe_trace_func(tk, ev, regs);
+    }
+    false
+}
+
+/// Writes one record of `tk`'s event.
+#[inline(always)]
+fn kprobe_trace_func(tk: &TraceKprobe, ev: &ProbeEventFile, regs: &PtRegs) {
+    let file = ev.file;
+    let tp = &tk.tp;
+    let env = RegsEnv { regs };
+    let dsize = if tk.dynamic {
+        fetch::get_data_size(tp, &env)
+    } else {
+        0
+    };
+    let len = (tp.args_offset() + tp.size) as usize + dsize;
+    let id = ev.ev.call.id;
+    let ip = tk.kp.addr;
+    let fill = |buf: &mut [u8]| {
+        buf[..8].copy_from_slice(&trace_entry_word(id).to_le_bytes());
+        buf[8..16].copy_from_slice(&ip.to_le_bytes());
+        match &tk.regs_only {
+            Some(regs) => {
+                for &(r, off, size) in regs {
+                    if let Some(d) = buf.get_mut(off..off + size) {
+                        d.copy_from_slice(&env.reg(r).to_le_bytes()[..size]);
+                    }
+                }
+            }
+            None => fetch::store_trace_args(tp, &env, buf, dsize),
+        }
+    };
+    if file.needs_slow_path() && events::trace_event_slow(file, len, fill) {
+        return;
+    }
+    events::trace_event_buffer_write(file, len, fill);
+}
+
+/// See [`TraceKprobe::regs_only`]; `$argN` of the register arguments
+/// counts as its register.
+fn regs_only(tp: &TraceProbe) -> Option<Vec<(u8, usize, usize)>> {
+    use tracer::trace_probe::{reg, FetchInsn};
+    const ARGS: [u8; 6] = [reg::DI, reg::SI, reg::DX, reg::CX, reg::R8, reg::R9];
+    tp.args
+        .iter()
+        .map(|a| {
+            let r = match a.code.as_slice() {
+                [FetchInsn::Reg(r), FetchInsn::StRaw(_), FetchInsn::End] => *r,
+                [FetchInsn::Arg(n), FetchInsn::StRaw(_), FetchInsn::End] => {
+                    *ARGS.get(*n as usize)?
+                }
+                _ => return None,
+            };
+            Some((
+                r,
+                (tp.args_offset() + a.offset) as usize,
+                a.ty.size as usize,
+            ))
+        })
+        .collect()
+}
+
+/// Enables or disables the probes of the event of `file` (its
+/// `class->reg`): only turning on and off matters, the dispatcher reads the
+/// file's filter and triggers at every hit.
+fn kprobe_event_reg(
+    file: &TraceEventFile,
+    old: Option<ProbeSel>,
+    new: Option<ProbeSel>,
+) -> Result<(), Errno> {
+    let on = match (old.is_some(), new.is_some()) {
+        (false, true) => true,
+        (true, false) => false,
+        _ => return Ok(()),
+    };
+    let list = DYN_EVENTS.lock();
+    let mine: Vec<&Arc<TraceKprobe>> = list
+        .iter()
+        .filter(|tk| tk.event.get().is_some_and(|e| core::ptr::eq(e.file, file)))
+        .collect();
+    if on {
+        for (i, tk) in mine.iter().enumerate() {
+            tk.enabled.store(true, Ordering::Release);
+            if let Err(e) = kprobes::enable_kprobe(&tk.kp) {
+                for t in &mine[..=i] {
+                    t.enabled.store(false, Ordering::Release);
+                    let _ = kprobes::disable_kprobe(&t.kp);
+                }
+                return Err(e);
+            }
+        }
+    } else {
+        for tk in &mine {
+            let _ = kprobes::disable_kprobe(&tk.kp);
+            tk.enabled.store(false, Ordering::Release);
+        }
+    }
+    Ok(())
+}
+
+fn no_gate(_: &TraceEventFile, _: &GateSpec) -> *mut () {
+    core::ptr::null_mut()
+}
+
+/// # Safety
+/// Nothing to free (see [`no_gate`]).
+unsafe fn no_gate_free(_: *mut ()) {}
+
+/// Probe events have no gate: their dispatcher applies the filter itself
+/// (the events code asks for a gate by the filter's shape; this one is
+/// empty and [`kprobe_event_reg`] ignores it).
+static NO_GATE: GateFns = GateFns {
+    new: no_gate,
+    free: no_gate_free,
+};
+
+/// Logs a refused definition in the top-level `error_log`.
+fn log_err(entry: &ProbeLogEntry) {
+    if let Some(tr) = global_trace() {
+        super::error_log::tracing_log_err(
+            tr,
+            LOG_LOC,
+            &entry.cmd,
+            &[entry.err.text()],
+            0,
+            entry.pos,
+        );
+    }
+}
+
+fn fail(e: ProbeError) -> Errno {
+    if let Some(l) = &e.log {
+        log_err(l);
+    }
+    e.errno
+}
+
+/// The maxactive a return probe gets when none is given (Linux:
+/// `max(10, 2 * num_possible_cpus())`).
+fn default_maxactive() -> u32 {
+    (2 * crate::arch::nr_cpus() as u32).max(10)
+}
+
+/// Adds one definition (Linux: `__trace_kprobe_create` and
+/// `register_trace_kprobe`).
+fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
+    let argv = tp::argv_split(raw);
+    if argv.is_empty() {
+        return Ok(());
+    }
+    let probe = tp::parse_probe(&argv, &KernelSyms).map_err(fail)?;
+    let guard = events::event_mutex();
+    let mut list = DYN_EVENTS.lock();
+    let at = |index: usize, err: TpErr| log_entry(&probe.argv, index, 0, err);
+
+    // The same GROUP/EVENT: another probe for that event.
+    let sibling = list
+        .iter()
+        .find(|t| t.tp.event == probe.event && t.tp.group == probe.group)
+        .and_then(|t| t.event.get().cloned());
+    if let Some(ev) = &sibling {
+        if ev.ev.probe.is_return != probe.is_return {
+            log_err(&at(0, TpErr::DiffProbeType));
+            return Err(Errno::EEXIST);
+        }
+        let i = probe.compare_arg_type(&ev.ev.probe);
+        if i != 0 {
+            log_err(&at(i + 1, TpErr::DiffArgType));
+            return Err(Errno::EEXIST);
+        }
+        if list
+            .iter()
+            .filter(|t| t.tp.event == probe.event && t.tp.group == probe.group)
+            .any(|t| t.tp.same_probe(&probe))
+        {
+            log_err(&at(0, TpErr::SameProbe));
+            return Err(Errno::EEXIST);
+        }
+    } else if global_trace().is_some_and(|tr| tr.events.find(&probe.group, &probe.event).is_some())
+    {
+        log_err(&at(0, TpErr::EventExist));
+        return Err(Errno::EEXIST);
+    }
+
+    let mut probe = probe;
+    let argv = probe.argv.clone();
+    let reg_err = |e: Errno| {
+        let err = match e {
+            Errno::EILSEQ => Some(TpErr::BadInsnBndry),
+            Errno::ENOENT => Some(TpErr::BadProbeAddr),
+            Errno::ENOMEM | Errno::EEXIST => None,
+            _ => Some(TpErr::FailRegProbe),
+        };
+        if let Some(err) = err {
+            log_err(&log_entry(&argv, 1, 0, err));
+        }
+        e
+    };
+    if let Err(e) = probe.update_args(&KernelSyms) {
+        return Err(reg_err(e));
+    }
+    if probe.is_return {
+        return Err(reg_err(Errno::EOPNOTSUPP));
+    }
+
+    let addr = probe.addr();
+    let tk = Arc::new_cyclic(|me: &alloc::sync::Weak<TraceKprobe>| TraceKprobe {
+        tp: probe.clone(),
+        event: Once::new(),
+        kp: Arc::new(Kprobe::new(
+            addr,
+            Some(kprobe_dispatcher),
+            None,
+            me.as_ptr() as usize,
+        )),
+        nhit: AtomicU64::new(0),
+        enabled: AtomicBool::new(false),
+        dynamic: probe.args.iter().any(|a| a.dynamic),
+        regs_only: regs_only(&probe),
+    });
+    kprobes::register_kprobe(tk.kp.clone()).map_err(reg_err)?;
+    // Registered disabled unless its event is on (Linux: the kprobe's
+    // DISABLED flag set from the event's state).
+    let event_on = sibling.as_ref().is_some_and(|e| e.file.is_enabled());
+    if event_on {
+        tk.enabled.store(true, Ordering::Release);
+    } else if let Err(e) = kprobes::disable_kprobe(&tk.kp) {
+        kprobes::unregister_kprobe(&tk.kp);
+        return Err(reg_err(e));
+    }
+
+    let ev = match sibling {
+        Some(ev) => ev,
+        None => match make_event(&guard, probe) {
+            Ok(ev) => ev,
+            Err(e) => {
+                kprobes::unregister_kprobe(&tk.kp);
+                return Err(e);
+            }
+        },
+    };
+    tk.event.call_once(|| ev);
+    list.push(tk);
+    Ok(())
+}
+
+/// Makes the event of a new `GROUP/EVENT`: its description, its file in
+/// the top-level array and its directory.
+fn make_event(
+    _guard: &MutexGuard<'static, ()>,
+    probe: TraceProbe,
+) -> Result<Arc<ProbeEventFile>, Errno> {
+    let tr = global_trace_arc().ok_or(Errno::ENODEV)?;
+    let events_dir = tracefs::lookup(&tracefs::root(), "events").ok_or(Errno::ENODEV)?;
+    let group_dir = tracefs::get_or_create_dir(&events_dir, &probe.group)?;
+    let ev = registry::register(probe)?;
+    let file: &'static TraceEventFile = Box::leak(Box::new(TraceEventFile::new_dynamic(
+        &ev.call,
+        kprobe_event_reg,
+        &NO_GATE,
+        &tr,
+    )));
+    let made = (|| -> Result<(), Errno> {
+        let d = tracefs::create_dir(&group_dir, ev.call.name)?;
+        tracefs::create_show_store(
+            &d,
+            "enable",
+            TRACE_MODE_WRITE,
+            move || file.enable_text(),
+            Some(move |text: &str| events::enable_store(file, text)),
+        )?;
+        let call = &ev.call;
+        tracefs::create_show(&d, "format", move || call.format_file())?;
+        tracefs::create_show(&d, "id", move || alloc::format!("{}\n", call.id))?;
+        super::event_filter::create_event_filter_file_static(&d, file)?;
+        super::trigger::create_trigger_file_static(&d, file)?;
+        Ok(())
+    })();
+    if let Err(e) = made {
+        tracefs::unlink_instance_dir(&group_dir, ev.call.name);
+        return Err(e);
+    }
+    Ok(Arc::new(ProbeEventFile {
+        ev,
+        file,
+        group_dir,
+    }))
+}
+
+/// Removes one definition (Linux: `unregister_trace_kprobe`): EBUSY while
+/// its event is enabled. The event goes with its last probe.
+fn remove_one(
+    guard: &MutexGuard<'static, ()>,
+    list: &mut Vec<Arc<TraceKprobe>>,
+    i: usize,
+) -> Result<(), Errno> {
+    let tk = list[i].clone();
+    let Some(ev) = tk.event.get() else {
+        return Err(Errno::EINVAL);
+    };
+    if ev.file.is_enabled() || ev.file.flags() & flags::SOFT_MODE != 0 {
+        return Err(Errno::EBUSY);
+    }
+    kprobes::unregister_kprobe(&tk.kp);
+    list.remove(i);
+    let last = !list
+        .iter()
+        .any(|t| t.event.get().is_some_and(|e| Arc::ptr_eq(e, ev)));
+    if last {
+        // Its triggers may hold other events soft-enabled. (Its filter
+        // stays with the file, which nothing uses any more.)
+        super::trigger::clear_file_triggers(guard, ev.file);
+        tracefs::unlink_instance_dir(&ev.group_dir, ev.ev.call.name);
+        if tracefs::is_empty_dir(&ev.group_dir) {
+            if let Some(events_dir) = tracefs::lookup(&tracefs::root(), "events") {
+                tracefs::unlink_instance_dir(&events_dir, ev.ev.call.system);
+            }
+        }
+        if ev.file.flags() & flags::WAS_ENABLED != 0 {
+            if let Some(tr) = global_trace() {
+                tr.buffer.reset();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `-:[GROUP/]EVENT [SYM ARGS...]` (Linux: `dyn_event_release`): removes
+/// every matching definition; ENOENT if none matches, EBUSY (and stop) at
+/// one whose event is enabled.
+fn delete_trace_kprobe(raw: &str) -> Result<(), Errno> {
+    let spec = tp::parse_delete(raw)?;
+    let guard = events::event_mutex();
+    let mut list = DYN_EVENTS.lock();
+    let mut ret = Err(Errno::ENOENT);
+    let mut i = 0;
+    while i < list.len() {
+        if !spec.matches(&list[i].tp) {
+            i += 1;
+            continue;
+        }
+        ret = remove_one(&guard, &mut list, i);
+        if ret.is_err() {
+            break;
+        }
+    }
+    ret
+}
+
+/// Removes every definition, or none (EBUSY) if one's event is enabled
+/// (Linux: `dyn_events_release_all`, on `O_TRUNC`).
+fn release_all() -> Result<(), Errno> {
+    let guard = events::event_mutex();
+    let mut list = DYN_EVENTS.lock();
+    if list.iter().any(|t| {
+        t.event
+            .get()
+            .is_some_and(|e| e.file.is_enabled() || e.file.flags() & flags::SOFT_MODE != 0)
+    }) {
+        return Err(Errno::EBUSY);
+    }
+    while !list.is_empty() {
+        remove_one(&guard, &mut list, 0)?;
+    }
+    Ok(())
+}
+
+/// One line of a write (Linux: `create_or_delete_trace_kprobe`); with
+/// `bang`, `!` removes too (dynamic_events).
+fn create_or_delete(line: &str, bang: bool) -> Result<(), Errno> {
+    match line.as_bytes().first() {
+        Some(b'-') => delete_trace_kprobe(line),
+        Some(b'!') if bang => delete_trace_kprobe(&alloc::format!("-{}", &line[1..])),
+        _ => create_trace_kprobe(line),
+    }
+}
+
+/// Longest line a write may hold (Linux: `WRITE_BUFSIZE - 2`).
+const MAX_LINE: usize = 4094;
+
+/// A write to `kprobe_events` or `dynamic_events` (Linux:
+/// `trace_parse_run_command`): line by line, `#` starts a comment, stops
+/// at the first error.
+fn run_commands(buf: &[u8], bang: bool) -> Result<usize, Errno> {
+    let text = core::str::from_utf8(buf).map_err(|_| Errno::EINVAL)?;
+    for line in text.split('\n') {
+        if line.len() > MAX_LINE {
+            return Err(Errno::EINVAL);
+        }
+        let line = line.split('#').next().unwrap_or("");
+        create_or_delete(line, bang)?;
+    }
+    Ok(buf.len())
+}
+
+/// `kprobe_events` / `dynamic_events` as read.
+fn probes_text() -> String {
+    let m = default_maxactive();
+    DYN_EVENTS.lock().iter().map(|t| t.tp.show(m)).collect()
+}
+
+/// `kprobe_profile` (Linux: `probes_profile_seq_show`).
+fn profile_text() -> String {
+    let mut s = String::new();
+    for t in DYN_EVENTS.lock().iter() {
+        let _ = writeln!(
+            s,
+            "  {:<44} {:>15} {:>15}",
+            t.tp.event,
+            t.nhit.load(Ordering::Relaxed),
+            t.kp.nmissed.load(Ordering::Relaxed)
+        );
+    }
+    s
+}
+
+fn probes_file(root: &Dentry, name: &str, bang: bool) -> Result<Dentry, Errno> {
+    tracefs::create_file(root, name, TRACE_MODE_WRITE, move |f: OpenFlags| {
+        if f.writable() && f.truncate() {
+            release_all()?;
+        }
+        let file = SeqFile::new(probes_text()).with_write(move |buf| run_commands(buf, bang));
+        Ok(Box::new(file) as Box<dyn OpenFile>)
+    })
+}
+
+/// Creates `kprobe_events`, `dynamic_events` and `kprobe_profile`.
+pub fn init(root: &Dentry) -> Result<(), Errno> {
+    probes_file(root, "kprobe_events", false)?;
+    probes_file(root, "dynamic_events", true)?;
+    tracefs::create_file(root, "kprobe_profile", TRACE_MODE_READ, |_: OpenFlags| {
+        Ok(Box::new(SeqFile::new(profile_text())) as Box<dyn OpenFile>)
+    })?;
+    Ok(())
+}
+
+/// The probe events' `GROUP:EVENT` lines of `available_events`, newest
+/// first.
+pub fn available_events() -> String {
+    let mut seen: Vec<*const ProbeEventFile> = Vec::new();
+    let mut s = String::new();
+    for t in DYN_EVENTS.lock().iter().rev() {
+        if let Some(e) = t.event.get() {
+            if !seen.contains(&Arc::as_ptr(e)) {
+                seen.push(Arc::as_ptr(e));
+                let _ = writeln!(s, "{}:{}", e.ev.call.system, e.ev.call.name);
+            }
+        }
+    }
+    s
+}
+
+/// The probe events that exist, oldest first (for `trace-export`).
+pub fn event_calls() -> Vec<&'static tracer::trace_events::TraceEventCall> {
+    let mut v: Vec<&'static tracer::trace_events::TraceEventCall> = Vec::new();
+    for t in DYN_EVENTS.lock().iter() {
+        if let Some(e) = t.event.get() {
+            if !v.iter().any(|c| core::ptr::eq(*c, &e.ev.call)) {
+                v.push(&e.ev.call);
+            }
+        }
+    }
+    v
+}
+
+/// The bench's probe event: `p:kprobes/bench_kprobe SYM+OFF [%di]` at the
+/// first instruction boundary after `sym`'s first instruction (found by
+/// registering a bare probe at each offset until one is accepted), made
+/// as a user's definition is. Returns the event's file, disabled.
+pub fn bench_define(sym: &str, fetch_arg: bool) -> Result<&'static TraceEventFile, String> {
+    let (kp, off) = bench_bare(sym)?;
+    kprobes::unregister_kprobe(&kp);
+    let def = alloc::format!(
+        "p:kprobes/bench_kprobe {sym}+{off}{}",
+        if fetch_arg { " %di" } else { "" }
+    );
+    create_trace_kprobe(&def).map_err(|e| alloc::format!("{def}: {e:?}"))?;
+    let list = DYN_EVENTS.lock();
+    list.last()
+        .and_then(|t| t.event.get())
+        .map(|e| e.file)
+        .ok_or_else(|| String::from("bench_kprobe not made"))
+}
+
+/// A registered probe with a pre-handler that does nothing, at the first
+/// instruction boundary after `sym`'s first instruction, and its offset:
+/// the int3 path alone (the caller unregisters it).
+pub fn bench_bare(sym: &str) -> Result<(Arc<Kprobe>, u64), String> {
+    fn nop(_: &Kprobe, _: &mut PtRegs) -> bool {
+        false
+    }
+    let (n, addr) = KernelSyms.lookup(sym);
+    if n != 1 {
+        return Err(alloc::format!("{sym}: {n} symbols"));
+    }
+    (1..32u64)
+        .find_map(|off| {
+            let kp = Arc::new(Kprobe::new(addr + off, Some(nop), None, 0));
+            kprobes::register_kprobe(kp.clone())
+                .ok()
+                .map(|()| (kp, off))
+        })
+        .ok_or_else(|| alloc::format!("no instruction boundary in {sym}+1..32"))
+}
+
+/// Removes the bench's probe event.
+pub fn bench_remove() {
+    let _ = delete_trace_kprobe("-:kprobes/bench_kprobe");
+}

@@ -1,0 +1,406 @@
+//! QEMU test of probe events (`kprobe_events`, `dynamic_events`,
+//! `kprobe_profile`, `events/kprobes/*`): definitions refused with Linux
+//! 6.1's errno and error_log entry (text and caret as
+//! /work/shared/linux/qemu.sh shows them for the same definitions on
+//! Linux's functions), the files an event gets, records with the argument
+//! values of calls whose arguments the shell's workloads fix, filters and
+//! triggers on a probe event, EBUSY while an event is enabled, and hit
+//! counts equal to the known number of calls.
+
+use tests::Kernel;
+
+const T: &str = "/tracing";
+/// `work stack N` calls this N + 1 times: (N, 0), (N - 1, 1) ... (0, N),
+/// its third argument a slice of 65 words (ptr, len).
+const STACK_FN: &str = "kernel::shell::work::work_stack_recurse";
+/// `work files N` calls this twice per file, first argument the path
+/// `/tmp/work-CPU-I`.
+const FILES_FN: &str = "kernel::shell::work::files_write";
+
+fn clean(s: &str) -> String {
+    s.replace('\r', "")
+}
+
+fn cat(k: &mut Kernel, file: &str) -> String {
+    clean(&k.run(&format!("cat {T}/{file}")))
+}
+
+/// `echo 'TEXT' >> FILE` (or `>` with `trunc`), and what the shell printed.
+fn echo(k: &mut Kernel, text: &str, file: &str) -> String {
+    clean(&k.run(&format!("echo '{text}' >> {T}/{file}")))
+}
+
+fn error_log(k: &mut Kernel) -> String {
+    let log = cat(k, "error_log");
+    assert_eq!(k.run(&format!("echo > {T}/error_log")), "");
+    log
+}
+
+/// The error_log entry for `cmd` without its time stamp: the error line's
+/// text, the command line and the caret line.
+fn entry(text: &str, cmd: &str, pos: usize) -> String {
+    format!(
+        "trace_kprobe: error: {text}\n  Command: {cmd}\n{}^\n",
+        " ".repeat(11 + pos)
+    )
+}
+
+/// The one error_log entry, time stamp dropped.
+fn only_entry(log: &str) -> String {
+    let mut lines = log.lines();
+    let first = lines.next().unwrap_or_else(|| panic!("empty error_log"));
+    let first = &first[first.find("] ").expect(first) + 2..];
+    let rest: Vec<&str> = lines.collect();
+    assert_eq!(rest.len(), 2, "{log}");
+    format!("{first}\n{}\n{}\n", rest[0], rest[1])
+}
+
+/// The `trace` lines of event `name`.
+fn events(k: &mut Kernel, name: &str) -> Vec<String> {
+    let tag = format!(" {name}: ");
+    cat(k, "trace")
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(&tag))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn definitions_errors_and_files() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    // Linux's errors, with the function names of this kernel.
+    // (definition, errno, text, where the caret points: the first
+    // occurrence of this text, or the end for None).
+    let cases: &[(&str, &str, &str, Option<&str>)] = &[
+        (
+            "p:bad nosuchsym",
+            "No such file or directory",
+            "Invalid probed address or symbol",
+            Some("nosuch"),
+        ),
+        (
+            "p3:b4 SYM",
+            "Invalid argument",
+            "Maxactive is not for kprobe",
+            Some("3"),
+        ),
+        (
+            "p:1g/e SYM",
+            "Invalid argument",
+            "Group name must follow the same rules as C identifiers",
+            Some("1g"),
+        ),
+        (
+            "p:e1 SYM%foo",
+            "Invalid argument",
+            "Invalid probed address suffix",
+            Some("%foo"),
+        ),
+        (
+            "p:e2 SYM $retval",
+            "Invalid argument",
+            "$retval is not available on probe",
+            Some("$retval"),
+        ),
+        (
+            "p:e4 SYM $arg0",
+            "Invalid argument",
+            "Invalid argument number",
+            Some("$arg0"),
+        ),
+        (
+            "p:e6 SYM %foo",
+            "Invalid argument",
+            "Invalid register name",
+            Some("%foo"),
+        ),
+        (
+            "p:e9 SYM +8(%di",
+            "Invalid argument",
+            "Dereference brace is not closed",
+            None,
+        ),
+        (
+            "p:e11 SYM %di:string",
+            "Invalid argument",
+            "String accepts only memory argument",
+            Some("string"),
+        ),
+        (
+            "p:e15 SYM a=%di a=%si",
+            "Invalid argument",
+            "This argument name is already used",
+            Some("a=%si"),
+        ),
+        (
+            "p:e17 SYM +0(%di):u8[3",
+            "Invalid argument",
+            "Array is not closed",
+            None,
+        ),
+        (
+            "p:e30 SYM @nosuchsym",
+            "No such file or directory",
+            "Invalid probed address or symbol",
+            Some("kernel"),
+        ),
+        (
+            "p:sched/sched_switch SYM",
+            "File exists",
+            "Given group/event name is already used by another event",
+            Some("p:"),
+        ),
+    ];
+    for (def, errno, text, at) in cases {
+        let def = def.replace("SYM", STACK_FN);
+        let pos = at.map_or(def.len(), |m| def.find(m).unwrap());
+        let out = echo(&mut k, &def, "kprobe_events");
+        assert!(
+            out.contains(&format!("write error: {errno}")),
+            "{def}: {out}"
+        );
+        assert_eq!(
+            only_entry(&error_log(&mut k)),
+            entry(text, &def, pos),
+            "{def}"
+        );
+    }
+    // An offset inside an instruction: EILSEQ and Linux's text. Offsets
+    // 1..16 of the function hold at least one that is not a boundary and
+    // one that is.
+    let mut boundary = None;
+    let mut refused = 0;
+    for off in 1..16 {
+        let def = format!("p:mid {STACK_FN}+{off}");
+        let out = echo(&mut k, &def, "kprobe_events");
+        if out.is_empty() {
+            boundary = Some(off);
+            assert_eq!(echo(&mut k, "-:mid", "kprobe_events"), "");
+            continue;
+        }
+        assert!(
+            out.contains("write error: Invalid or incomplete multibyte or wide character"),
+            "{def}: {out}"
+        );
+        assert_eq!(
+            only_entry(&error_log(&mut k)),
+            entry("Probe point is not an instruction boundary", &def, 6)
+        );
+        refused += 1;
+    }
+    assert!(boundary.is_some() && refused > 0, "{boundary:?} {refused}");
+
+    // No log entry for these (Linux neither).
+    for def in ["q:x SYM", "p:x", "p:x SYM $comm:u32"] {
+        let out = echo(&mut k, &def.replace("SYM", STACK_FN), "kprobe_events");
+        assert!(
+            out.contains("write error: Invalid argument"),
+            "{def}: {out}"
+        );
+    }
+    assert_eq!(cat(&mut k, "error_log"), "");
+
+    // A definition and its files.
+    let def = format!("p:myprobe {STACK_FN} left=$arg1 level=$arg2:u32 s=$stack0 c=$comm");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(
+        cat(&mut k, "kprobe_events"),
+        format!("p:kprobes/myprobe {STACK_FN} left=$arg1 level=$arg2:u32 s=$stack0 c=$comm\n")
+    );
+    assert_eq!(cat(&mut k, "dynamic_events"), cat(&mut k, "kprobe_events"));
+    let ls = clean(&k.run(&format!("ls {T}/events/kprobes/myprobe")));
+    for f in ["enable", "filter", "format", "id", "trigger"] {
+        assert!(ls.lines().any(|l| l.trim() == f), "{f}: {ls}");
+    }
+    let id = cat(&mut k, "events/kprobes/myprobe/id");
+    let format = cat(&mut k, "events/kprobes/myprobe/format");
+    assert_eq!(
+        format,
+        format!(
+            "name: myprobe\nID: {}\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:u64 left;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:u32 level;\toffset:24;\tsize:4;\tsigned:0;\n\
+\tfield:u64 s;\toffset:28;\tsize:8;\tsigned:0;\n\
+\tfield:__data_loc char[] c;\toffset:36;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"(%lx) left=0x%Lx level=%u s=0x%Lx c=\\\"%s\\\"\", REC->__probe_ip, REC->left, REC->level, REC->s, __get_str(c)\n",
+            id.trim()
+        )
+    );
+    assert_eq!(cat(&mut k, "events/kprobes/myprobe/enable"), "0\n");
+    // A second probe on the event (multiprobe), and Linux's refusals.
+    assert_eq!(
+        echo(
+            &mut k,
+            &format!("p:myprobe {FILES_FN} left=$arg1 level=$arg2:u32 s=$stack0 c=$comm"),
+            "kprobe_events"
+        ),
+        ""
+    );
+    let same = format!("p:myprobe {FILES_FN} left=$arg1 level=$arg2:u32 s=$stack0 c=$comm");
+    assert!(echo(&mut k, &same, "kprobe_events").contains("write error: File exists"));
+    assert_eq!(
+        only_entry(&error_log(&mut k)),
+        entry("There is already the exact same probe event", &same, 0)
+    );
+    let diff = format!("p:myprobe {FILES_FN} x=%di");
+    assert!(echo(&mut k, &diff, "kprobe_events").contains("write error: File exists"));
+    assert_eq!(
+        only_entry(&error_log(&mut k)),
+        // Fewer args than the event's: Linux's caret goes past the last
+        // word.
+        entry(
+            "Argument type or name is different from existing probe",
+            &diff,
+            diff.len() + 1
+        )
+    );
+    // Removal: one probe by its point, unknown names, bad syntax.
+    assert_eq!(
+        echo(&mut k, &format!("-:myprobe {FILES_FN}"), "kprobe_events"),
+        ""
+    );
+    assert!(echo(&mut k, "-:nosuch", "kprobe_events").contains("No such file or directory"));
+    assert!(echo(&mut k, "-:", "kprobe_events").contains("Invalid argument"));
+    // A group, a default name, removal of the group with `-:g/`.
+    assert_eq!(
+        echo(&mut k, &format!("p:g/ {STACK_FN}"), "dynamic_events"),
+        ""
+    );
+    let name = "p_kernel__shell__work__work_stack_recurse_0";
+    assert!(cat(&mut k, "kprobe_events").contains(&format!("p:g/{name} {STACK_FN}\n")));
+    assert_eq!(cat(&mut k, &format!("events/g/{name}/enable")), "0\n");
+    assert_eq!(echo(&mut k, "-:g/", "kprobe_events"), "");
+    assert!(clean(&k.run(&format!("ls {T}/events")))
+        .lines()
+        .all(|l| l.trim() != "g"));
+    // EBUSY while enabled: removal and truncation change nothing.
+    assert_eq!(echo(&mut k, "1", "events/kprobes/myprobe/enable"), "");
+    assert!(echo(&mut k, "-:myprobe", "kprobe_events").contains("Device or resource busy"));
+    let out = clean(&k.run(&format!("echo > {T}/kprobe_events")));
+    assert!(out.contains("Device or resource busy"), "{out}");
+    assert!(cat(&mut k, "kprobe_events").contains("p:kprobes/myprobe"));
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myprobe/enable"), "");
+    assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
+    assert_eq!(cat(&mut k, "kprobe_events"), "");
+    assert!(clean(&k.run(&format!("ls {T}/events")))
+        .lines()
+        .all(|l| l.trim() != "kprobes"));
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
+
+#[test]
+fn records_filters_triggers_and_counts() {
+    let mut k = Kernel::boot(&["--smp", "4"]);
+    let def = format!("p:myprobe {STACK_FN} left=$arg1 level=$arg2:u32 ret=$stack0:symbol c=$comm");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(echo(&mut k, "1", "events/kprobes/myprobe/enable"), "");
+    let out = clean(&k.run("work stack 4"));
+    assert!(out.contains("5 calls"), "{out}");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myprobe/enable"), "");
+    let lines = events(&mut k, "myprobe");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    for (i, l) in lines.iter().enumerate() {
+        let tail = &l[l.find(" myprobe: ").unwrap() + 10..];
+        let (point, args) = tail.split_once(") ").unwrap();
+        assert!(point.starts_with(&format!("({STACK_FN}+0x0/0x")), "{l}");
+        // The return address: the shell's `work stack`, then the
+        // function itself.
+        let caller = if i == 0 {
+            "kernel::shell::work::"
+        } else {
+            "kernel::shell::work::work_stack_recurse+0x"
+        };
+        let want = format!("left=0x{:x} level={} ret={caller}", 4 - i, i);
+        assert!(args.starts_with(&want), "{l}");
+        assert!(args.ends_with(" c=\"sh\""), "{l}");
+    }
+    // kprobe_profile: hits equal the calls made while enabled.
+    let prof = cat(&mut k, "kprobe_profile");
+    assert_eq!(prof, format!("  {:<44} {:>15} {:>15}\n", "myprobe", 5, 0));
+
+    // A filter on an argument.
+    assert_eq!(
+        echo(&mut k, "level == 2", "events/kprobes/myprobe/filter"),
+        ""
+    );
+    assert_eq!(cat(&mut k, "events/kprobes/myprobe/filter"), "level == 2\n");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(echo(&mut k, "1", "events/kprobes/myprobe/enable"), "");
+    clean(&k.run("work stack 6"));
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myprobe/enable"), "");
+    let lines = events(&mut k, "myprobe");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains(" myprobe: (") && lines[0].contains(") left=0x4 level=2 ret="),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myprobe/filter"), "");
+    assert_eq!(
+        cat(&mut k, "kprobe_profile"),
+        format!("  {:<44} {:>15} {:>15}\n", "myprobe", 12, 0)
+    );
+
+    // A trigger: traceoff when level is 3.
+    assert_eq!(
+        echo(
+            &mut k,
+            "traceoff if level == 3",
+            "events/kprobes/myprobe/trigger"
+        ),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(echo(&mut k, "1", "events/kprobes/myprobe/enable"), "");
+    clean(&k.run("work stack 6"));
+    assert_eq!(cat(&mut k, "tracing_on"), "0\n");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myprobe/enable"), "");
+    let levels: Vec<String> = events(&mut k, "myprobe")
+        .iter()
+        .map(|l| {
+            l.split(" level=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(levels, ["0", "1", "2", "3"]);
+    assert_eq!(
+        echo(
+            &mut k,
+            "!traceoff if level == 3",
+            "events/kprobes/myprobe/trigger"
+        ),
+        ""
+    );
+    assert_eq!(echo(&mut k, "1", "tracing_on"), "");
+
+    // A deref and an array on every CPU: files_write's path starts with
+    // "/tmp/"; two calls per file.
+    let def = format!("p:fw {FILES_FN} p=+0(%di):u8[5] append=%r8:u8");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    assert_eq!(echo(&mut k, "1", "events/kprobes/fw/enable"), "");
+    let out = clean(&k.run("work files 10"));
+    assert!(out.contains(" 0 errors"), "{out}");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/fw/enable"), "");
+    let lines = events(&mut k, "fw");
+    assert_eq!(lines.len(), 4 * 10 * 2, "{}", lines.len());
+    for l in &lines {
+        assert!(l.contains(" p={47,116,109,112,47} append="), "{l}");
+    }
+    assert!(
+        cat(&mut k, "kprobe_profile").contains(&format!("  {:<44} {:>15} {:>15}\n", "fw", 80, 0))
+    );
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
