@@ -101,17 +101,20 @@ impl Kprobe {
     }
 }
 
-/// One probed address with its probes, as the breakpoint handler sees it.
+/// One probed address with its probes, as the handlers see it.
 struct Site {
     addr: u64,
     probes: Vec<Arc<Kprobe>>,
-    arch: ArchInsn,
+    /// The breakpoint's instruction; None for a function-tracing call site,
+    /// reached through ftrace instead.
+    arch: Option<ArchInsn>,
 }
 
 /// The registry, changed under its lock; the handlers read [`TABLE`].
 struct Entry {
     probes: Vec<Arc<Kprobe>>,
-    arch: ArchInsn,
+    arch: Option<ArchInsn>,
+    /// The int3 is in (or, on ftrace, the site is in the ops' set).
     armed: bool,
 }
 
@@ -157,6 +160,7 @@ static KCB: [Kcb; MAX_CPUS] = [const {
 /// Installs the breakpoint and debug handlers. Called once at boot.
 pub fn init() {
     crate::arch::traps::set_kprobe_hooks(kprobe_int3_handler, kprobe_debug_handler);
+    crate::trace::ftrace::set_ftrace_regs_hook(kprobe_ftrace_handler);
 }
 
 // ---------------------------------------------------------------------------
@@ -238,6 +242,9 @@ fn kprobe_int3_handler(regs: &mut PtRegs) -> bool {
     let Some(site) = get_site(addr) else {
         return false;
     };
+    let Some(arch) = site.arch.as_ref() else {
+        return false;
+    };
     let kcb = this_kcb();
     match kcb.status.load(Ordering::Relaxed) {
         0 => {}
@@ -252,16 +259,14 @@ fn kprobe_int3_handler(regs: &mut PtRegs) -> bool {
                 .store(kcb.status.load(Ordering::Relaxed), Ordering::Relaxed);
             kcb.prev_flags
                 .store(kcb.saved_flags.load(Ordering::Relaxed), Ordering::Relaxed);
-            if arch_kp::emulate(&site.arch, regs) {
+            if arch_kp::emulate(arch, regs) {
                 return true;
             }
             kcb.cur
                 .store(site as *const Site as usize, Ordering::Relaxed);
             kcb.status.store(KPROBE_REENTER, Ordering::Relaxed);
-            kcb.saved_flags.store(
-                arch_kp::setup_singlestep(&site.arch, regs),
-                Ordering::Relaxed,
-            );
+            kcb.saved_flags
+                .store(arch_kp::setup_singlestep(arch, regs), Ordering::Relaxed);
             return true;
         }
         _ => crate::arch::traps::die("kprobes: breakpoint while single-stepping a probe", regs),
@@ -275,16 +280,14 @@ fn kprobe_int3_handler(regs: &mut PtRegs) -> bool {
         reset_current(kcb);
         return true;
     }
-    if arch_kp::emulate(&site.arch, regs) {
+    if arch_kp::emulate(arch, regs) {
         kcb.status.store(KPROBE_HIT_SSDONE, Ordering::Relaxed);
         post_handlers(site, regs);
         reset_current(kcb);
         return true;
     }
-    kcb.saved_flags.store(
-        arch_kp::setup_singlestep(&site.arch, regs),
-        Ordering::Relaxed,
-    );
+    kcb.saved_flags
+        .store(arch_kp::setup_singlestep(arch, regs), Ordering::Relaxed);
     kcb.status.store(KPROBE_HIT_SS, Ordering::Relaxed);
     true
 }
@@ -309,7 +312,10 @@ fn kprobe_debug_handler(regs: &mut PtRegs) -> bool {
     // SAFETY: set by the breakpoint handler on this CPU, which has run with
     // interrupts off since: the site's table is still alive.
     let site = unsafe { &*(kcb.cur.load(Ordering::Relaxed) as *const Site) };
-    arch_kp::resume_execution(&site.arch, regs, kcb.saved_flags.load(Ordering::Relaxed));
+    let Some(arch) = site.arch.as_ref() else {
+        return false;
+    };
+    arch_kp::resume_execution(arch, regs, kcb.saved_flags.load(Ordering::Relaxed));
     if status == KPROBE_REENTER {
         kcb.cur
             .store(kcb.prev_cur.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -323,6 +329,121 @@ fn kprobe_debug_handler(regs: &mut PtRegs) -> bool {
     post_handlers(site, regs);
     reset_current(kcb);
     true
+}
+
+/// A probe on a function-tracing call site, called by `ftrace_regs_caller`
+/// with the registers at the site (Linux: kprobe_ftrace_handler). The site
+/// is a NOP to the probed code: the pre-handlers see `regs.rip` = the site
+/// + 1, as after an int3, then the post-handlers see it after the site.
+/// A pre-handler that returns true has set `regs.rip` itself. Interrupts may
+/// be on here; preemption is off for the handlers, and a hit while this CPU
+/// is in a probe's handler counts as missed.
+fn kprobe_ftrace_handler(ip: u64, regs: &mut PtRegs) {
+    percpu::this_cpu_preempt_inc();
+    if let Some(site) = get_site_preempt_off(ip) {
+        if site.arch.is_none() {
+            let kcb = this_kcb();
+            if kcb.status.load(Ordering::Relaxed) != 0 {
+                REENTERED.fetch_add(1, Ordering::Relaxed);
+                inc_nmissed(site);
+            } else {
+                HITS.fetch_add(1, Ordering::Relaxed);
+                kcb.cur
+                    .store(site as *const Site as usize, Ordering::Relaxed);
+                kcb.status.store(KPROBE_HIT_ACTIVE, Ordering::Relaxed);
+                let resume = regs.rip;
+                regs.rip = ip + 1;
+                if !pre_handlers(site, regs) {
+                    regs.rip = resume;
+                    kcb.status.store(KPROBE_HIT_SSDONE, Ordering::Relaxed);
+                    post_handlers(site, regs);
+                }
+                reset_current(kcb);
+            }
+        }
+    }
+    percpu::this_cpu_preempt_dec();
+}
+
+/// [`get_site`] for a caller with preemption (not interrupts) off: the
+/// grace period waits for preemption to be on again, too.
+#[inline(always)]
+fn get_site_preempt_off(addr: u64) -> Option<&'static Site> {
+    get_site(addr)
+}
+
+/// The ftrace_ops of probes on call sites: its set is the probed sites,
+/// its sites call `ftrace_regs_caller`, which runs [`kprobe_ftrace_handler`]
+/// (Linux: kprobe_ftrace_ops with FTRACE_OPS_FL_SAVE_REGS). Its own
+/// callback does nothing: the registers' hook does the work.
+static KPROBE_FTRACE_OPS: crate::trace::ftrace::FtraceOps =
+    crate::trace::ftrace::FtraceOps::new("kprobe", kprobe_ftrace_stub).save_regs();
+
+extern "C" fn kprobe_ftrace_stub(_: u64, _: *mut u64, _: &crate::trace::ftrace::FtraceOps) {}
+
+/// Makes the ops' set the armed call-site probes and patches the sites
+/// (Linux: arm_kprobe_ftrace / disarm_kprobe_ftrace). Called with the
+/// registry locked. ENODEV etc. from ftrace.
+fn kprobe_ftrace_update(reg: &BTreeMap<u64, Entry>) -> Result<(), Errno> {
+    use crate::trace::ftrace;
+    let mut wanted = alloc::vec![false; ftrace::records().len()];
+    let mut any = false;
+    for (&addr, e) in reg.iter() {
+        if e.arch.is_none() && e.armed {
+            if let Some(i) = ftrace::record_index(addr) {
+                wanted[i] = true;
+                any = true;
+            }
+        }
+    }
+    KPROBE_FTRACE_OPS.set_wanted(&wanted);
+    let registered = KPROBE_FTRACE_REGISTERED.load(Ordering::Relaxed);
+    match (registered, any) {
+        (false, true) => {
+            ftrace::register_ftrace_function(&KPROBE_FTRACE_OPS)?;
+            KPROBE_FTRACE_REGISTERED.store(true, Ordering::Relaxed);
+        }
+        (true, false) => {
+            ftrace::unregister_ftrace_function(&KPROBE_FTRACE_OPS)?;
+            KPROBE_FTRACE_REGISTERED.store(false, Ordering::Relaxed);
+        }
+        (true, true) => ftrace::ftrace_update()?,
+        (false, false) => {}
+    }
+    Ok(())
+}
+
+static KPROBE_FTRACE_REGISTERED: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
+/// Arms or disarms the probe at `addr`: its int3, or its call site.
+fn arm(reg: &mut BTreeMap<u64, Entry>, addr: u64, on: bool) -> Result<(), Errno> {
+    let Some(e) = reg.get_mut(&addr) else {
+        return Ok(());
+    };
+    if e.armed == on {
+        return Ok(());
+    }
+    e.armed = on;
+    match e.arch {
+        Some(a) => {
+            if on {
+                arch_kp::arch_arm_kprobe(addr);
+            } else {
+                arch_kp::arch_disarm_kprobe(addr, &a);
+            }
+            Ok(())
+        }
+        None => {
+            let r = kprobe_ftrace_update(reg);
+            if r.is_err() {
+                if let Some(e) = reg.get_mut(&addr) {
+                    e.armed = !on;
+                }
+            }
+            r
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -394,12 +515,8 @@ fn check_kprobe_address_safe(addr: u64) -> Result<(u64, u32), Errno> {
     let recs = crate::trace::ftrace::records();
     let i = recs.partition_point(|r| r.ip + mcount <= addr);
     if let Some(r) = recs.get(i) {
-        if r.ip <= addr {
-            return Err(if r.ip == addr {
-                Errno::EOPNOTSUPP
-            } else {
-                Errno::EILSEQ
-            });
+        if r.ip < addr {
+            return Err(Errno::EILSEQ);
         }
     }
     Ok((sym.addr, sym.size))
@@ -432,7 +549,9 @@ fn publish(reg: &BTreeMap<u64, Entry>) {
 fn recover_text(reg: &BTreeMap<u64, Entry>, start: u64, len: u32) -> Vec<u8> {
     let mut buf = arch_kp::copy_text(start, len as usize);
     for (&a, e) in reg.range(start..start + u64::from(len)) {
-        buf[(a - start) as usize] = e.arch.opcode();
+        if let Some(arch) = &e.arch {
+            buf[(a - start) as usize] = arch.opcode();
+        }
     }
     buf
 }
@@ -451,30 +570,50 @@ pub fn register_kprobe(kp: Arc<Kprobe>) -> Result<(), Errno> {
     if let Some(e) = reg.get_mut(&addr) {
         // Another probe on this address: join its site.
         e.probes.push(kp.clone());
-        let arm = enabled && !e.armed;
-        e.armed |= arm;
         kp.flags.fetch_or(KPROBE_FLAG_REGISTERED, Ordering::Relaxed);
         publish(&reg);
-        if arm {
-            arch_kp::arch_arm_kprobe(addr);
+        if enabled {
+            if let Err(err) = arm(&mut reg, addr, true) {
+                let e = reg.get_mut(&addr).expect("the entry just used");
+                e.probes.pop();
+                kp.flags
+                    .fetch_and(!KPROBE_FLAG_REGISTERED, Ordering::Relaxed);
+                publish(&reg);
+                return Err(err);
+            }
         }
         return Ok(());
     }
     let (start, size) = check_kprobe_address_safe(addr)?;
-    let func = recover_text(&reg, start, size);
-    let arch = arch_kp::arch_prepare_kprobe(&func, start, addr)?;
+    // A function-tracing call site is reached through ftrace (Linux:
+    // kprobes on ftrace), any other instruction through an int3.
+    let arch = if crate::trace::ftrace::record_index(addr).is_some() {
+        None
+    } else {
+        let func = recover_text(&reg, start, size);
+        Some(arch_kp::arch_prepare_kprobe(&func, start, addr)?)
+    };
     reg.insert(
         addr,
         Entry {
             probes: alloc::vec![kp.clone()],
             arch,
-            armed: enabled,
+            armed: false,
         },
     );
     kp.flags.fetch_or(KPROBE_FLAG_REGISTERED, Ordering::Relaxed);
     publish(&reg);
     if enabled {
-        arch_kp::arch_arm_kprobe(addr);
+        if let Err(err) = arm(&mut reg, addr, true) {
+            reg.remove(&addr);
+            kp.flags
+                .fetch_and(!KPROBE_FLAG_REGISTERED, Ordering::Relaxed);
+            publish(&reg);
+            if let Some(a) = &arch {
+                arch_kp::arch_remove_kprobe(a);
+            }
+            return Err(err);
+        }
     }
     Ok(())
 }
@@ -494,18 +633,16 @@ pub fn unregister_kprobe(kp: &Arc<Kprobe>) {
     kp.flags
         .fetch_and(!KPROBE_FLAG_REGISTERED, Ordering::Relaxed);
     if e.probes.is_empty() {
+        let _ = arm(&mut reg, kp.addr, false);
         let e = reg.remove(&kp.addr).expect("the entry just found");
-        if e.armed {
-            arch_kp::arch_disarm_kprobe(kp.addr, &e.arch);
-        }
         publish(&reg);
         // No CPU can be stepping its slot any more.
-        arch_kp::arch_remove_kprobe(&e.arch);
+        if let Some(a) = &e.arch {
+            arch_kp::arch_remove_kprobe(a);
+        }
     } else {
-        let disarm = e.armed && e.probes.iter().all(|p| p.is_disabled());
-        if disarm {
-            e.armed = false;
-            arch_kp::arch_disarm_kprobe(kp.addr, &e.arch);
+        if e.probes.iter().all(|p| p.is_disabled()) {
+            let _ = arm(&mut reg, kp.addr, false);
         }
         publish(&reg);
     }
@@ -520,11 +657,11 @@ pub fn disable_kprobe(kp: &Kprobe) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     kp.flags.fetch_or(KPROBE_FLAG_DISABLED, Ordering::Relaxed);
-    if let Some(e) = reg.get_mut(&kp.addr) {
-        if e.armed && e.probes.iter().all(|p| p.is_disabled()) {
-            e.armed = false;
-            arch_kp::arch_disarm_kprobe(kp.addr, &e.arch);
-        }
+    let all_off = reg
+        .get(&kp.addr)
+        .is_some_and(|e| e.probes.iter().all(|p| p.is_disabled()));
+    if all_off {
+        arm(&mut reg, kp.addr, false)?;
     }
     Ok(())
 }
@@ -537,11 +674,9 @@ pub fn enable_kprobe(kp: &Kprobe) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     kp.flags.fetch_and(!KPROBE_FLAG_DISABLED, Ordering::Relaxed);
-    if let Some(e) = reg.get_mut(&kp.addr) {
-        if !e.armed {
-            e.armed = true;
-            arch_kp::arch_arm_kprobe(kp.addr);
-        }
+    if let Err(e) = arm(&mut reg, kp.addr, true) {
+        kp.flags.fetch_or(KPROBE_FLAG_DISABLED, Ordering::Relaxed);
+        return Err(e);
     }
     Ok(())
 }
@@ -555,4 +690,234 @@ pub fn stats() -> (u64, u64, usize, usize) {
         REGISTRY.lock().len(),
         arch_kp::slots_in_use(),
     )
+}
+
+// ---------------------------------------------------------------------------
+// Kretprobes (Linux: kernel/kprobes.c's kretprobe part, with rethook).
+//
+// A kretprobe is a kprobe on the function's first instruction whose
+// pre-handler hijacks the return address, through the shadow stack that
+// function_graph uses (trace::fgraph's rethook): the frame holds the
+// kretprobe's cookie, and when the function returns through
+// `return_to_handler`, [`kretprobe_return`] runs the handler with the return
+// value in `regs.rax` and the return address in `regs.rip`. In the fentry
+// build the first instruction is the function-tracing call site: the
+// kprobe goes on the instruction after it, where the return address is
+// still on top of the stack.
+
+/// Runs when the probed function returns (`regs.rax` is its return value,
+/// `regs.rdx` the high half, `regs.rip` the address it returns to,
+/// `regs.rsp` the stack pointer after the return; other registers are 0).
+pub type KretprobeHandler = fn(&Kretprobe, &mut PtRegs);
+/// Runs at the function's entry; returning true says not to watch this
+/// call's return (Linux: an entry_handler returning non-zero).
+pub type KretprobeEntryHandler = fn(&Kretprobe, &mut PtRegs) -> bool;
+
+/// A return probe (Linux: struct kretprobe).
+pub struct Kretprobe {
+    /// The function's address (its entry: see [`kprobe_on_func_entry`]).
+    pub addr: u64,
+    pub handler: Option<KretprobeHandler>,
+    pub entry_handler: Option<KretprobeEntryHandler>,
+    /// Calls watched at once (across tasks and nesting); 0 means Linux's
+    /// default, max(10, 2 * CPUs). A call past it counts in `nmissed`.
+    pub maxactive: u32,
+    pub data: usize,
+    /// Calls whose return was not watched: maxactive reached, or the shadow
+    /// stack full.
+    pub nmissed: AtomicU64,
+    /// Calls being watched now.
+    nactive: AtomicU32,
+    /// The cookie in its shadow frames (0 while not registered).
+    cookie: AtomicU64,
+    kp: Mutex<Option<Arc<Kprobe>>>,
+}
+
+impl Kretprobe {
+    pub const fn new(
+        addr: u64,
+        handler: Option<KretprobeHandler>,
+        entry_handler: Option<KretprobeEntryHandler>,
+        maxactive: u32,
+        data: usize,
+    ) -> Kretprobe {
+        Kretprobe {
+            addr,
+            handler,
+            entry_handler,
+            maxactive,
+            data,
+            nmissed: AtomicU64::new(0),
+            nactive: AtomicU32::new(0),
+            cookie: AtomicU64::new(0),
+            kp: Mutex::new(None),
+        }
+    }
+
+    /// True between a successful register and the unregister.
+    pub fn is_registered(&self) -> bool {
+        self.cookie.load(Ordering::Relaxed) != 0
+    }
+
+    /// The kprobe at its entry (for enable/disable and its own nmissed).
+    pub fn kprobe(&self) -> Option<Arc<Kprobe>> {
+        self.kp.lock().clone()
+    }
+}
+
+/// Registered kretprobes, by the low byte of their cookie.
+const MAX_KRETPROBES: usize = 256;
+static KRETPROBES: [AtomicPtr<Kretprobe>; MAX_KRETPROBES] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_KRETPROBES];
+/// The registered ones, kept alive here.
+static KRETPROBE_LIST: Mutex<Vec<Arc<Kretprobe>>> = Mutex::new(Vec::new());
+/// Makes each registration's cookie new, so that a frame left by a removed
+/// kretprobe never runs another's handler.
+static KRETPROBE_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// Where a kretprobe's kprobe goes for the function at `addr`: its first
+/// instruction, or the one after a function-tracing site there.
+fn kretprobe_hook_addr(addr: u64) -> u64 {
+    if crate::trace::ftrace::record_index(addr).is_some() {
+        addr + crate::arch::ftrace::MCOUNT_INSN_SIZE
+    } else {
+        addr
+    }
+}
+
+/// The kretprobe whose kprobe this is (its `data` is the table index).
+#[inline(always)]
+fn kretprobe_of(kp: &Kprobe) -> Option<&'static Kretprobe> {
+    let p = KRETPROBES.get(kp.data)?.load(Ordering::Acquire);
+    // SAFETY: non-null entries point at a kretprobe held by KRETPROBE_LIST
+    // until a grace period after the entry is cleared; handlers run with
+    // interrupts (or preemption) off.
+    unsafe { p.as_ref() }
+}
+
+/// The entry kprobe's pre-handler (Linux: pre_handler_kretprobe).
+fn pre_handler_kretprobe(kp: &Kprobe, regs: &mut PtRegs) -> bool {
+    let Some(rp) = kretprobe_of(kp) else {
+        return false;
+    };
+    let max = match rp.maxactive {
+        0 => core::cmp::max(10, 2 * crate::arch::nr_cpus() as u32),
+        n => n,
+    };
+    if rp.nactive.fetch_add(1, Ordering::Relaxed) >= max {
+        rp.nactive.fetch_sub(1, Ordering::Relaxed);
+        rp.nmissed.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    if let Some(eh) = rp.entry_handler {
+        if eh(rp, regs) {
+            rp.nactive.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+    }
+    // At the hook the return address is on top of the stack.
+    let cookie = rp.cookie.load(Ordering::Relaxed);
+    if !crate::trace::fgraph::rethook_hijack(cookie, regs.rsp as *mut u64) {
+        rp.nactive.fetch_sub(1, Ordering::Relaxed);
+        rp.nmissed.fetch_add(1, Ordering::Relaxed);
+    }
+    false
+}
+
+/// A kretprobe's frame returned (the rethook handler): runs its handler
+/// if the kretprobe is still the one that pushed the frame.
+fn kretprobe_return(cookie: u64, ret: u64, retp: u64) {
+    percpu::this_cpu_preempt_inc();
+    let slot = (cookie & 0xff) as usize;
+    let p = KRETPROBES[slot].load(Ordering::Acquire);
+    // SAFETY: as in kretprobe_of: preemption is off.
+    if let Some(rp) = unsafe { p.as_ref() } {
+        if rp.cookie.load(Ordering::Relaxed) == cookie {
+            rp.nactive.fetch_sub(1, Ordering::Relaxed);
+            if let Some(h) = rp.handler {
+                // SAFETY: `retp` is the slot return_to_handler pushed rax
+                // into, rdx is the word below: the live stack.
+                let (rax, rdx) = unsafe { (*(retp as *const u64), *((retp - 8) as *const u64)) };
+                let mut regs = PtRegs {
+                    r15: 0,
+                    r14: 0,
+                    r13: 0,
+                    r12: 0,
+                    rbp: 0,
+                    rbx: 0,
+                    r11: 0,
+                    r10: 0,
+                    r9: 0,
+                    r8: 0,
+                    rax,
+                    rcx: 0,
+                    rdx,
+                    rsi: 0,
+                    rdi: 0,
+                    vector: 0,
+                    error_code: 0,
+                    rip: ret,
+                    cs: 0,
+                    rflags: 0,
+                    rsp: retp + 8,
+                    ss: 0,
+                };
+                h(rp, &mut regs);
+            }
+        }
+    }
+    percpu::this_cpu_preempt_dec();
+}
+
+/// Registers `rp` (Linux: register_kretprobe). EINVAL if its address is not
+/// a function's entry or it is registered already; ENOSPC if 256 are;
+/// otherwise register_kprobe's errors.
+pub fn register_kretprobe(rp: Arc<Kretprobe>) -> Result<(), Errno> {
+    if !kprobe_on_func_entry(rp.addr) {
+        return Err(Errno::EINVAL);
+    }
+    let mut list = KRETPROBE_LIST.lock();
+    if rp.is_registered() {
+        return Err(Errno::EINVAL);
+    }
+    let slot = KRETPROBES
+        .iter()
+        .position(|s| s.load(Ordering::Relaxed).is_null())
+        .ok_or(Errno::ENOSPC)?;
+    let gen = KRETPROBE_GEN.fetch_add(1, Ordering::Relaxed) + 1;
+    rp.cookie.store((gen << 8) | slot as u64, Ordering::Relaxed);
+    rp.nactive.store(0, Ordering::Relaxed);
+    KRETPROBES[slot].store(Arc::as_ptr(&rp) as *mut Kretprobe, Ordering::Release);
+    crate::trace::fgraph::set_rethook_handler(kretprobe_return);
+    let kp = Arc::new(Kprobe::new(
+        kretprobe_hook_addr(rp.addr),
+        Some(pre_handler_kretprobe),
+        None,
+        slot,
+    ));
+    if let Err(e) = register_kprobe(kp.clone()) {
+        KRETPROBES[slot].store(core::ptr::null_mut(), Ordering::Release);
+        rp.cookie.store(0, Ordering::Relaxed);
+        return Err(e);
+    }
+    *rp.kp.lock() = Some(kp);
+    list.push(rp);
+    Ok(())
+}
+
+/// Removes `rp` (Linux: unregister_kretprobe). Returns once no CPU can be
+/// in its handlers; calls still in progress return normally, unwatched.
+pub fn unregister_kretprobe(rp: &Arc<Kretprobe>) {
+    let mut list = KRETPROBE_LIST.lock();
+    let Some(i) = list.iter().position(|p| Arc::ptr_eq(p, rp)) else {
+        return;
+    };
+    if let Some(kp) = rp.kp.lock().take() {
+        unregister_kprobe(&kp);
+    }
+    let slot = (rp.cookie.load(Ordering::Relaxed) & 0xff) as usize;
+    KRETPROBES[slot].store(core::ptr::null_mut(), Ordering::Release);
+    crate::rcu::synchronize_sched();
+    rp.cookie.store(0, Ordering::Relaxed);
+    list.remove(i);
 }

@@ -11,6 +11,11 @@
 //! - `stress MS`: three CPUs call a counting function while the shell's CPU
 //!   registers and removes probes on it; every call must be counted
 //!   exactly once.
+//! - `kretprobe`: return probes on the targets: the handler sees each
+//!   call's return value and return address, the entry handler its first
+//!   argument.
+//! - `ftrace`: a probe on a function-tracing call site (through
+//!   `ftrace_regs_caller`), hit five times.
 //! - `text SYMBOL`: the function's bytes in hex, for comparison with the
 //!   ELF.
 use alloc::format;
@@ -305,16 +310,12 @@ fn sweep(
     };
     let before = text_of(start, size);
     let offs = kprobe_insn::boundaries(&before);
-    let (mut probed, mut hit, mut ftrace, mut bad) = (0, 0, 0, 0);
+    let (mut probed, mut hit, mut ftrace, mut bad) = (0, 0, 0u32, 0);
     for &off in &offs {
         let addr = start + off as u64;
         let kp = Arc::new(Kprobe::new(addr, Some(record_pre), Some(record_post), 0));
         match kprobes::register_kprobe(kp.clone()) {
             Ok(()) => {}
-            Err(Errno::EOPNOTSUPP) if crate::trace::ftrace::record_index(addr).is_some() => {
-                ftrace += 1;
-                continue;
-            }
             Err(e) => {
                 let _ = writeln!(out, "kprobe_test boundaries: {name}+{off:#x}: {}", e.name());
                 bad += 1;
@@ -322,6 +323,7 @@ fn sweep(
             }
         }
         probed += 1;
+        let on_ftrace = crate::trace::ftrace::record_index(addr).is_some();
         let insn = kprobe_insn::analyze(&before, start, addr).expect("registered, so it decodes");
         reset();
         let ok = run();
@@ -342,7 +344,12 @@ fn sweep(
         }
         if pre > 0 {
             hit += 1;
-            let k = kind_name(insn.kind);
+            ftrace += on_ftrace as u32;
+            let k = if on_ftrace {
+                "ftrace"
+            } else {
+                kind_name(insn.kind)
+            };
             match kinds.iter_mut().find(|(n, _)| *n == k) {
                 Some((_, c)) => *c += 1,
                 None => kinds.push((k, 1)),
@@ -570,6 +577,154 @@ fn stress(ms: u64) -> String {
     out
 }
 
+// ---------------------------------------------------------------------------
+// Kretprobes.
+
+/// Return values and return addresses seen, in order.
+static RET_SEEN: spin::Mutex<Vec<(u64, u64)>> = spin::Mutex::new(Vec::new());
+/// First arguments and return addresses seen by the entry handler.
+static ENTRY_SEEN: spin::Mutex<Vec<(u64, u64)>> = spin::Mutex::new(Vec::new());
+
+fn ret_handler(_: &kprobes::Kretprobe, regs: &mut PtRegs) {
+    RET_SEEN.lock().push((regs.rax, regs.rip));
+}
+
+fn entry_handler(_: &kprobes::Kretprobe, regs: &mut PtRegs) -> bool {
+    // At the function's entry the return address is on top of the stack.
+    ENTRY_SEEN.lock().push((regs.rdi, top_of_stack(regs)));
+    false
+}
+
+/// A kretprobe on `name` while `calls` runs the function: the values and
+/// arguments seen must be `want` and `args`, the return addresses in this
+/// function's callers.
+fn kretprobe_case(out: &mut String, name: &str, args: &[u64], call: &dyn Fn(u64) -> u64) -> bool {
+    let Some((addr, size)) = symbol(name) else {
+        let _ = writeln!(out, "kprobe_test kretprobe: {name}: no such symbol");
+        return false;
+    };
+    let before = text_of(addr, size);
+    RET_SEEN.lock().clear();
+    ENTRY_SEEN.lock().clear();
+    let rp = Arc::new(kprobes::Kretprobe::new(
+        addr,
+        Some(ret_handler),
+        Some(entry_handler),
+        0,
+        0,
+    ));
+    if let Err(e) = kprobes::register_kretprobe(rp.clone()) {
+        let _ = writeln!(out, "kprobe_test kretprobe: {name}: {}", e.name());
+        return false;
+    }
+    let want: Vec<u64> = args.iter().map(|&a| call(a)).collect();
+    kprobes::unregister_kretprobe(&rp);
+    // Not watched any more.
+    let _ = call(args[0]);
+    let seen = core::mem::take(&mut *RET_SEEN.lock());
+    let entries = core::mem::take(&mut *ENTRY_SEEN.lock());
+    let values: Vec<u64> = seen.iter().map(|s| s.0).collect();
+    // Each return went where its call came from.
+    let callers_ok = seen.len() == entries.len()
+        && seen
+            .iter()
+            .zip(&entries)
+            .all(|(&(_, rip), &(_, ret))| rip == ret);
+    let entries: Vec<u64> = entries.iter().map(|e| e.0).collect();
+    let restored = text_of(addr, size) == before;
+    let ok = values == want
+        && entries == args
+        && callers_ok
+        && restored
+        && rp.nmissed.load(Ordering::Relaxed) == 0;
+    let _ = writeln!(
+        out,
+        "kprobe_test kretprobe: {name}: {} calls, {} returns seen, values {}, entries {}, return addresses {}, {} missed, text {}",
+        args.len(),
+        seen.len(),
+        if values == want { "ok" } else { "WRONG" },
+        if entries == args { "ok" } else { "WRONG" },
+        if callers_ok { "ok" } else { "WRONG" },
+        rp.nmissed.load(Ordering::Relaxed),
+        if restored { "restored" } else { "CHANGED" }
+    );
+    ok
+}
+
+fn kretprobe() -> String {
+    let mut out = String::new();
+    let asm_ok = kretprobe_case(&mut out, "kprobe_target_asm", &[5, 3, 100, 7, 0], &|a| {
+        // SAFETY: an ordinary function following the System V ABI.
+        unsafe { kprobe_target_asm(a, 4) }
+    });
+    let rust_ok = kretprobe_case(
+        &mut out,
+        "kernel::test_kprobes::kprobe_target_rust",
+        &[1, 2, 3, 4, 5, 6, 7, 8],
+        &kprobe_target_rust,
+    );
+    let _ = writeln!(
+        out,
+        "kprobe_test kretprobe: {}",
+        if asm_ok && rust_ok { "PASS" } else { "FAIL" }
+    );
+    out
+}
+
+// ---------------------------------------------------------------------------
+// A probe on a function-tracing call site (through ftrace_regs_caller).
+
+fn ftrace_probe() -> String {
+    let mut out = String::new();
+    let name = "kernel::test_kprobes::kprobe_target_rust";
+    let Some((start, size)) = symbol(name) else {
+        return format!("kprobe_test ftrace: no symbol {name}\nkprobe_test ftrace: FAIL\n");
+    };
+    let recs = crate::trace::ftrace::records();
+    let Some(site) = recs
+        .iter()
+        .map(|r| r.ip)
+        .find(|&ip| ip >= start && ip < start + u64::from(size))
+    else {
+        return format!("kprobe_test ftrace: {name} has no call site\nkprobe_test ftrace: FAIL\n");
+    };
+    let want = kprobe_target_rust(9);
+    let kp = Arc::new(Kprobe::new(site, Some(record_pre), Some(record_post), 0));
+    if let Err(e) = kprobes::register_kprobe(kp.clone()) {
+        return format!(
+            "kprobe_test ftrace: {}\nkprobe_test ftrace: FAIL\n",
+            e.name()
+        );
+    }
+    reset();
+    let results_ok = (0..5).all(|_| kprobe_target_rust(9) == want);
+    let check = crate::trace::ftrace::ftrace_check_sites();
+    kprobes::unregister_kprobe(&kp);
+    let (pre, post) = (
+        SEEN.pre_hits.load(Ordering::SeqCst),
+        SEEN.post_hits.load(Ordering::SeqCst),
+    );
+    // The probe sits on the site as a NOP (it calls a tracer's trampoline
+    // when one traces the function).
+    let insn = kprobe_insn::analyze(&crate::arch::ftrace::NOP5, site, site);
+    let regs_ok = insn.map(|i| check_regs(&i)).ok().flatten();
+    let ok = results_ok && pre == 5 && post == 5 && regs_ok.is_none() && check.bad == 0;
+    let _ = writeln!(
+        out,
+        "kprobe_test ftrace: {}: 5 calls, {pre} pre-handler hits, {post} post-handler hits, results {}, registers {}, {} sites bad",
+        crate::kallsyms::describe(site),
+        if results_ok { "ok" } else { "WRONG" },
+        regs_ok.as_deref().unwrap_or("ok"),
+        check.bad
+    );
+    let _ = writeln!(
+        out,
+        "kprobe_test ftrace: {}",
+        if ok { "PASS" } else { "FAIL" }
+    );
+    out
+}
+
 fn text(name: &str) -> String {
     match symbol(name) {
         Some((addr, size)) => {
@@ -587,7 +742,7 @@ fn text(name: &str) -> String {
 /// The shell's `kprobe_test`.
 pub fn command(args: &[String]) -> String {
     const USAGE: &str =
-        "usage: kprobe_test boundaries|register SYMBOL[+OFFSET]|stress MS|text SYMBOL|stats\n";
+        "usage: kprobe_test boundaries|register SYMBOL[+OFFSET]|stress MS|kretprobe|ftrace|text SYMBOL|stats\n";
     match (args.first().map(String::as_str), args.get(1)) {
         (Some("boundaries"), None) => boundaries(),
         (Some("register"), Some(p)) => register_once(p),
@@ -596,6 +751,8 @@ pub fn command(args: &[String]) -> String {
             _ => String::from(USAGE),
         },
         (Some("text"), Some(name)) => text(name),
+        (Some("kretprobe"), None) => kretprobe(),
+        (Some("ftrace"), None) => ftrace_probe(),
         (Some("stats"), None) => {
             let (hits, reentered, sites, slots) = kprobes::stats();
             format!(

@@ -13,6 +13,12 @@
 //! - the 4-CPU stress: probes registered, aggregated, disabled and removed
 //!   while three other CPUs call the probed function: every call counted
 //!   exactly once;
+//! - a probe on a function-tracing call site, through ftrace's
+//!   registers-saving trampoline, alone and with the function tracer on
+//!   the same function;
+//! - kretprobes: the return values and return addresses of each call, and
+//!   the first arguments their entry handler sees, alone and while
+//!   function_graph traces the same function;
 //! - after all that, the probed functions' text equals the ELF's, byte for
 //!   byte (function-tracing sites hold the NOP, as after boot).
 use std::process::Command;
@@ -148,6 +154,7 @@ fn kprobes(mode: &str) {
         "step",
         "step-indirect-call",
         "step-indirect-jmp",
+        "ftrace",
     ] {
         assert!(
             kinds.iter().any(|(k, n)| k == want && *n > 0),
@@ -192,6 +199,72 @@ fn kprobes(mode: &str) {
         stats.ends_with(" 0 probed addresses, 0 slots in use\n"),
         "{mode}: {stats}"
     );
+
+    // A probe on a function-tracing call site goes through ftrace
+    // (ftrace_regs_caller), alone and while the function tracer traces the
+    // same function.
+    let rust = "kernel::test_kprobes::kprobe_target_rust";
+    let out = k.run("kprobe_test ftrace");
+    assert!(
+        out.ends_with("kprobe_test ftrace: PASS\n"),
+        "{mode}:\n{out}"
+    );
+    assert_eq!(
+        k.run(&format!("echo {rust} > /tracing/set_ftrace_filter")),
+        ""
+    );
+    assert_eq!(k.run("echo function > /tracing/current_tracer"), "");
+    let out = k.run("kprobe_test ftrace");
+    assert!(
+        out.ends_with("kprobe_test ftrace: PASS\n"),
+        "{mode}:\n{out}"
+    );
+    assert_eq!(k.run("echo 0 > /tracing/tracing_on"), "");
+    let trace = k.run("cat /tracing/trace");
+    // One call for the expected value and five probed ones.
+    let calls = trace
+        .lines()
+        .filter(|l| l.contains(&format!(": {rust} <-")))
+        .count();
+    assert_eq!(calls, 6, "{mode}: the function tracer's lines:\n{trace}");
+    assert_eq!(k.run("echo nop > /tracing/current_tracer"), "");
+    assert_eq!(k.run("echo 1 > /tracing/tracing_on"), "");
+    assert_eq!(k.run("echo > /tracing/set_ftrace_filter"), "");
+    let check = k.run("ftrace_check");
+    assert!(
+        check.contains(" 0 bad, 0 call ftrace_caller"),
+        "{mode}: {check}"
+    );
+
+    // Return probes: the values each call returned, alone and with
+    // function_graph tracing the same function (both hijack its return
+    // address on the task's shadow stack).
+    let out = k.run("kprobe_test kretprobe");
+    assert!(
+        out.ends_with("kprobe_test kretprobe: PASS\n"),
+        "{mode}:\n{out}"
+    );
+    assert_eq!(
+        k.run(&format!("echo {rust} > /tracing/set_ftrace_filter")),
+        ""
+    );
+    assert_eq!(k.run("echo function_graph > /tracing/current_tracer"), "");
+    let out = k.run("kprobe_test kretprobe");
+    assert!(
+        out.ends_with("kprobe_test kretprobe: PASS\n"),
+        "{mode}:\n{out}"
+    );
+    assert_eq!(k.run("echo 0 > /tracing/tracing_on"), "");
+    let trace = k.run("cat /tracing/trace");
+    // 8 watched calls and one after the kretprobe is gone, each a leaf.
+    let calls = trace
+        .lines()
+        .filter(|l| l.trim_end().ends_with(&format!("{rust}();")))
+        .count();
+    assert_eq!(calls, 9, "{mode}: function_graph's lines:\n{trace}");
+    assert_eq!(k.run("echo nop > /tracing/current_tracer"), "");
+    assert_eq!(k.run("echo 1 > /tracing/tracing_on"), "");
+    assert_eq!(k.run("echo > /tracing/set_ftrace_filter"), "");
 
     for f in [
         "kprobe_target_asm",

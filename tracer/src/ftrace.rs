@@ -23,6 +23,9 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 pub const FTRACE_FL_ENABLED: u32 = 1 << 31;
 /// Some ops wanted the site since boot (Linux: FTRACE_FL_TOUCHED).
 pub const FTRACE_FL_TOUCHED: u32 = 1 << 20;
+/// The site calls the registers-saving trampoline (Linux: FTRACE_FL_REGS_EN;
+/// kept by the kernel, the decisions here leave it alone).
+pub const FTRACE_FL_REGS_EN: u32 = 1 << 29;
 /// Low bits: how many ops want the site (Linux: FTRACE_REF_MAX).
 pub const FTRACE_REF_MASK: u32 = (1 << 19) - 1;
 

@@ -55,11 +55,13 @@ Commands:
                            self-test (int3: hit its sites while they are being
                            patched; unexpected: a site that holds something
                            else; stress: run them on every CPU while N toggles)
-  kprobe_test boundaries|register SYM[+OFF]|stress MS|text SYM|stats  the kprobe
-                           core's self-test (boundaries: a probe at every
-                           instruction of the target functions; register: ok or
-                           the errno; stress: probes added and removed while 4
-                           CPUs hit them, MS milliseconds; text: the bytes)
+  kprobe_test boundaries|register SYM[+OFF]|stress MS|kretprobe|ftrace|text SYM|stats
+                           the kprobe core's self-test (boundaries: a probe at
+                           every instruction of the target functions; register:
+                           ok or the errno; stress: probes added and removed
+                           while 4 CPUs hit them, MS milliseconds; kretprobe:
+                           return values seen; ftrace: a probe on a call site;
+                           text: the bytes)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
   bench [steps|read|allcpu] cost of tracing per call/event/site (BENCHMARKS.md)

@@ -300,12 +300,87 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
     // LAB 4 END
 }
 
+// ---------------------------------------------------------------------------
+// Rethook: returns hijacked for kretprobes (Linux: kernel/trace/rethook.c),
+// on the same shadow stack. Their frames hold, instead of a function's
+// address, a cookie below the kernel half of the address space; the graph
+// tracer never sees them.
+
+/// A frame's `func` below this is a rethook's cookie.
+pub const RETHOOK_COOKIE_LIMIT: u64 = 0xffff_8000_0000_0000;
+
+/// Set when the first rethook user registers: until then function_graph's
+/// returns test one flag more, nothing else.
+static RETHOOK_USED: AtomicBool = AtomicBool::new(false);
+/// `fn(cookie, ret, retp)`, run when a rethook frame returns.
+static RETHOOK_HANDLER: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Installs the handler of rethook frames: `cookie` is the frame's, `ret`
+/// the real return address, `retp` the slot (which holds the return value
+/// rax, pushed there by `return_to_handler`, and rdx just below).
+pub fn set_rethook_handler(handler: fn(u64, u64, u64)) {
+    RETHOOK_HANDLER.store(handler as usize, Ordering::Release);
+    RETHOOK_USED.store(true, Ordering::Release);
+}
+
+/// Hijacks the return address in `*slot` for `cookie` (< [`RETHOOK_COOKIE_LIMIT`]):
+/// pushes a frame on the running task's shadow stack and writes
+/// `return_to_handler` into the slot (Linux: rethook_hook). False if there
+/// is no task, the stack is full or the graph is dead.
+pub fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
+    if ftrace_graph_is_dead() || !valid_return_slot(slot as u64) || cookie >= RETHOOK_COOKIE_LIMIT {
+        return false;
+    }
+    let Some(task) = crate::sched::current() else {
+        return false;
+    };
+    // SAFETY: the caller passes the slot holding the return address of a
+    // function at its first instruction, on the running task's stack.
+    let ret = unsafe { slot.read() };
+    if task
+        .ret_stack
+        .push(ret, cookie, slot as u64, || 0)
+        .is_none()
+    {
+        return false;
+    }
+    // SAFETY: as above.
+    unsafe { slot.write(return_to_handler_addr()) };
+    true
+}
+
+/// If the top frame for slot `retp` is a rethook's, runs its handler, pops
+/// it and gives the real return address.
+#[inline(always)]
+fn rethook_return(retp: u64) -> Option<u64> {
+    if !RETHOOK_USED.load(Ordering::Relaxed) {
+        return None;
+    }
+    let task = crate::sched::current()?;
+    let (idx, frame) = task.ret_stack.top(retp).ok()?;
+    if frame.func >= RETHOOK_COOKIE_LIMIT {
+        return None;
+    }
+    let h = RETHOOK_HANDLER.load(Ordering::Acquire);
+    if h != 0 {
+        // SAFETY: only set_rethook_handler stores here, a fn of this type.
+        let h: fn(u64, u64, u64) = unsafe { core::mem::transmute(h) };
+        h(frame.func, frame.ret, retp);
+    }
+    task.ret_stack.release(idx);
+    Some(frame.ret)
+}
+
 /// Called by `return_to_handler` when a hijacked function returns, with
 /// `retp` = the slot its `ret` used. Pops the frame, reports the return and
 /// gives back the real return address (Linux: ftrace_return_to_handler).
-/// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name.
+/// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name. A
+/// kretprobe's frame goes to its rethook handler instead.
 #[no_mangle]
 pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
+    if let Some(ret) = rethook_return(retp) {
+        return ret;
+    }
     // LAB 4 BEGIN: ftrace_return_to_handler (pop the shadow frame, report the return, give back the real address)
     // LAB 4 STUB: let _ = retp;
     // LAB 4 STUB: ftrace_graph_stop();

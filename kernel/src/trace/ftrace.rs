@@ -16,6 +16,12 @@
 //!   This file never sees an instruction byte.
 //! - `ftrace_caller` calls `function_trace_op->func`: the single registered
 //!   ops directly, or [`ftrace_ops_list_func`], which asks each ops.
+//! - An ops that needs the registers (kprobes on a call site; Linux's
+//!   FTRACE_OPS_FL_SAVE_REGS) makes the sites it wants call
+//!   `ftrace_regs_caller` instead, which saves a full `PtRegs`, calls what
+//!   `ftrace_caller` calls, then the registers' user
+//!   ([`ftrace_regs_handler`]), and restores them. The other sites keep
+//!   calling `ftrace_caller`, unchanged.
 //! - An ops may belong to a tracing instance (Linux: `ops->private = tr`,
 //!   `ftrace_init_array_ops`): its callback finds the instance through
 //!   [`FtraceOps::private`]. Instances come and go, so their ops live in
@@ -39,8 +45,9 @@ use tracer::ftrace::{
     ftrace_rec_count, ftrace_rec_set_count, ftrace_test_record, ftrace_update_record, FtraceUpdate,
     RecordSet,
 };
-pub use tracer::ftrace::{FTRACE_FL_ENABLED, FTRACE_FL_TOUCHED};
+pub use tracer::ftrace::{FTRACE_FL_ENABLED, FTRACE_FL_REGS_EN, FTRACE_FL_TOUCHED};
 
+use crate::arch::entry::PtRegs;
 use crate::arch::ftrace::{self as arch_ftrace, FtraceFault, FtraceInsn, FtraceSite};
 use crate::arch::percpu;
 use crate::arch::text_poke;
@@ -234,7 +241,12 @@ pub struct FtraceOps {
     /// trace_array of an instance's ops). Null while the ops is free; a
     /// callback reads it with preemption off and ignores a null one.
     private: AtomicPtr<()>,
+    /// [`FTRACE_OPS_FL_SAVE_REGS`] or 0.
+    flags: u32,
 }
+
+/// The ops' sites call `ftrace_regs_caller` (Linux: FTRACE_OPS_FL_SAVE_REGS).
+pub const FTRACE_OPS_FL_SAVE_REGS: u32 = 1 << 0;
 
 /// A [`RecordSet`] covering every record (after [`ftrace_init`]), made by
 /// the first writer. Only writers (tracefs files, registration) make it:
@@ -302,7 +314,21 @@ impl FtraceOps {
             local_hash: FtraceHash::new(),
             func_hash: None,
             private: AtomicPtr::new(core::ptr::null_mut()),
+            flags: 0,
         }
+    }
+
+    /// The same ops, whose sites save the registers for
+    /// [`ftrace_regs_handler`] (its own callback is still called, without
+    /// them).
+    pub const fn save_regs(mut self) -> FtraceOps {
+        self.flags |= FTRACE_OPS_FL_SAVE_REGS;
+        self
+    }
+
+    /// True if its sites save the registers.
+    pub fn saves_regs(&self) -> bool {
+        self.flags & FTRACE_OPS_FL_SAVE_REGS != 0
     }
 
     /// The owner's data set with [`set_private`](Self::set_private) (null
@@ -559,15 +585,56 @@ pub fn ftrace_enable_sysctl(val: i32) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The address an enabled site calls now (Linux: ftrace_get_addr_curr).
-/// There is one trampoline, so it is always `ftrace_caller`.
-fn ftrace_get_addr_curr(_rec: &DynFtrace) -> u64 {
-    arch_ftrace::ftrace_caller_addr()
+/// The address an enabled site calls now (Linux: ftrace_get_addr_curr):
+/// `ftrace_regs_caller` if its record says it saves the registers.
+#[inline(always)]
+fn ftrace_get_addr_curr(rec: &DynFtrace) -> u64 {
+    if rec.flags.load(Ordering::Relaxed) & FTRACE_FL_REGS_EN != 0 {
+        arch_ftrace::ftrace_regs_caller_addr()
+    } else {
+        arch_ftrace::ftrace_caller_addr()
+    }
 }
 
-/// The address a wanted site must call (Linux: ftrace_get_addr_new).
-fn ftrace_get_addr_new(_rec: &DynFtrace) -> u64 {
-    arch_ftrace::ftrace_caller_addr()
+/// The address a wanted site must call (Linux: ftrace_get_addr_new):
+/// `ftrace_regs_caller` if an ops that saves the registers wants it.
+#[inline(always)]
+fn ftrace_get_addr_new(want_regs: bool) -> u64 {
+    if want_regs {
+        arch_ftrace::ftrace_regs_caller_addr()
+    } else {
+        arch_ftrace::ftrace_caller_addr()
+    }
+}
+
+/// What the registers' user (kprobes on call sites) runs from
+/// `ftrace_regs_caller`: `fn(ip, &mut PtRegs)`; 0 for none.
+static FTRACE_REGS_HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the function `ftrace_regs_caller` calls with the registers
+/// (kprobes' kprobe_ftrace_handler; tracing does not import kprobes).
+pub fn set_ftrace_regs_hook(hook: fn(u64, &mut PtRegs)) {
+    FTRACE_REGS_HOOK.store(hook as usize, Ordering::Release);
+}
+
+/// Called by `ftrace_regs_caller` with the call site, the parent slot and
+/// the saved registers (`rip` is the return address into the traced
+/// function, where the trampoline returns: a handler may change it and the
+/// other registers). Runs what `ftrace_caller` would have, then the
+/// registers' user.
+#[no_mangle]
+pub extern "C" fn ftrace_regs_handler(ip: u64, parent_slot: *mut u64, regs: &mut PtRegs) {
+    // SAFETY: function_trace_op always holds a `&'static FtraceOps`.
+    let op = unsafe { &*function_trace_op.load(Ordering::Acquire) };
+    if op.gate_open() {
+        (op.func)(ip, parent_slot, op);
+    }
+    let hook = FTRACE_REGS_HOOK.load(Ordering::Acquire);
+    if hook != 0 {
+        // SAFETY: only set_ftrace_regs_hook stores here, a fn of this type.
+        let hook: fn(u64, &mut PtRegs) = unsafe { core::mem::transmute(hook) };
+        hook(ip, regs);
+    }
 }
 
 /// Decides, for every record, what its site must become, has the arch code
@@ -592,13 +659,25 @@ fn ftrace_modify_all_code(
     let mut new_flags = Vec::with_capacity(records().len());
     // Each ops' set, looked up once (a set never made wants nothing).
     let sets: Vec<&RecordSet> = after.iter().filter_map(|o| o.func_hash().get()).collect();
+    // The sets of the ops that save the registers (usually none).
+    let regs_sets: Vec<&RecordSet> = after
+        .iter()
+        .filter(|o| o.saves_regs())
+        .filter_map(|o| o.func_hash().get())
+        .collect();
     for (i, rec) in records().iter().enumerate() {
         // Linux counts the ops per record as they come and go
         // (__ftrace_hash_rec_update); here the count is recomputed.
         let refs = sets.iter().filter(|s| s.contains(i)).count() as u32;
-        let flags = ftrace_rec_set_count(rec.flags.load(Ordering::Relaxed), refs);
-        let (addr_curr, addr_new) = (ftrace_get_addr_curr(rec), ftrace_get_addr_new(rec));
+        let mut flags = ftrace_rec_set_count(rec.flags.load(Ordering::Relaxed), refs);
+        let want_regs = !regs_sets.is_empty() && regs_sets.iter().any(|s| s.contains(i));
+        let (addr_curr, addr_new) = (ftrace_get_addr_curr(rec), ftrace_get_addr_new(want_regs));
         let update = ftrace_test_record(flags, addr_curr, addr_new);
+        if want_regs {
+            flags |= FTRACE_FL_REGS_EN;
+        } else {
+            flags &= !FTRACE_FL_REGS_EN;
+        }
         if update != FtraceUpdate::Ignore {
             sites.push(FtraceSite {
                 ip: rec.ip,

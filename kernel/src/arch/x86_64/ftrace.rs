@@ -140,9 +140,111 @@ ftrace_caller_end:
 "#
 );
 
+// The registers-saving trampoline (Linux: ftrace_regs_caller in
+// ftrace_64.S), for the sites of an ops that needs them (kprobes on a call
+// site). It builds a complete PtRegs as an exception would (rip: the return
+// address into the traced function; rsp: the stack pointer at the call
+// site), calls `ftrace_regs_handler(ip, parent_slot, &mut regs)`, then
+// restores every general register from it and returns to `regs.rip`, so a
+// handler may change them. `ftrace_caller` is not touched: the other sites
+// keep calling it. The parent slot is found as `ftrace_caller` finds it.
+macro_rules! ftrace_regs_caller_asm {
+    ($parent_slot:literal) => {
+        concat!(
+            r#"
+.pushsection .text.ftrace_regs_caller, "ax"
+.global ftrace_regs_caller
+.global ftrace_regs_caller_end
+ftrace_regs_caller:
+    push rbp
+    mov rbp, rsp                     /* [rbp]: caller's rbp, [rbp+8]: site + 5 */
+    sub rsp, 176                     /* sizeof(PtRegs) */
+    and rsp, -16
+    mov [rsp + 0], r15
+    mov [rsp + 8], r14
+    mov [rsp + 16], r13
+    mov [rsp + 24], r12
+    mov [rsp + 40], rbx
+    mov [rsp + 48], r11
+    mov [rsp + 56], r10
+    mov [rsp + 64], r9
+    mov [rsp + 72], r8
+    mov [rsp + 80], rax
+    mov [rsp + 88], rcx
+    mov [rsp + 96], rdx
+    mov [rsp + 104], rsi
+    mov [rsp + 112], rdi
+    mov rax, [rbp]
+    mov [rsp + 32], rax              /* rbp */
+    pushfq
+    pop rax
+    mov [rsp + 152], rax             /* rflags */
+    mov qword ptr [rsp + 120], 0     /* vector */
+    mov qword ptr [rsp + 128], 0     /* error code */
+    mov rax, [rbp + 8]
+    mov [rsp + 136], rax             /* rip: where the site returns */
+    mov qword ptr [rsp + 144], 0x08  /* cs */
+    lea rax, [rbp + 16]
+    mov [rsp + 160], rax             /* rsp at the call site */
+    mov qword ptr [rsp + 168], 0x10  /* ss */
+    mov rdi, [rbp + 8]
+    sub rdi, 5                       /* ip: the call site */
+"#,
+            $parent_slot,
+            r#"
+    mov rdx, rsp                     /* &mut PtRegs */
+    call ftrace_regs_handler
+    mov rax, [rsp + 136]
+    mov [rbp + 8], rax               /* return to regs.rip */
+    mov rax, [rsp + 32]
+    mov [rbp], rax                   /* regs.rbp, popped below */
+    mov r15, [rsp + 0]
+    mov r14, [rsp + 8]
+    mov r13, [rsp + 16]
+    mov r12, [rsp + 24]
+    mov rbx, [rsp + 40]
+    mov r11, [rsp + 48]
+    mov r10, [rsp + 56]
+    mov r9, [rsp + 64]
+    mov r8, [rsp + 72]
+    mov rcx, [rsp + 88]
+    mov rdx, [rsp + 96]
+    mov rsi, [rsp + 104]
+    mov rdi, [rsp + 112]
+    mov rax, [rsp + 80]
+    mov rsp, rbp
+    pop rbp
+    ret
+ftrace_regs_caller_end:
+.popsection
+"#
+        )
+    };
+}
+
+// mcount: the traced function's frame is set up; its return address is
+// above its rbp (the caller's rbp saved at [rbp]).
+#[cfg(not(ktrace_fentry))]
+global_asm!(ftrace_regs_caller_asm!(
+    "    mov rsi, [rbp]\n    add rsi, 8                       /* parent_slot */\n"
+));
+
+// fentry: the traced function's return address is just above ours.
+#[cfg(ktrace_fentry)]
+global_asm!(ftrace_regs_caller_asm!(
+    "    lea rsi, [rbp + 16]              /* parent_slot */\n"
+));
+
 extern "C" {
     fn ftrace_caller();
+    fn ftrace_regs_caller();
     fn mcount();
+}
+
+/// The address the sites of an ops that saves the registers call (Linux:
+/// FTRACE_REGS_ADDR).
+pub fn ftrace_regs_caller_addr() -> u64 {
+    ftrace_regs_caller as *const () as u64
 }
 
 /// The address sites call while traced (Linux: FTRACE_ADDR).
