@@ -400,7 +400,13 @@ mod tests {
         // Out of order: still lookup's answer.
         let back: Vec<_> = k.lookup_sorted([0x45, 0x14, 0x19]).collect();
         assert_eq!(back, [k.lookup(0x45), k.lookup(0x14), k.lookup(0x19)]);
-        assert_eq!(KallSyms::parse(&encode(&[]).unwrap()).unwrap().lookup_sorted([1]).next(), Some(None));
+        assert_eq!(
+            KallSyms::parse(&encode(&[]).unwrap())
+                .unwrap()
+                .lookup_sorted([1])
+                .next(),
+            Some(None)
+        );
     }
 
     proptest::proptest! {

@@ -742,11 +742,26 @@ pub fn event_soft_enable_disable_locked(
     Ok(())
 }
 
+/// The lister of the events made at run time (probe events), set once by
+/// their maker (`trace_kprobe`'s init). Linux keeps every event on one
+/// list, `ftrace_events`, which `trace_add_event_call` adds dynamic events
+/// to; here the maker lists its own, and registers the lister so that this
+/// file does not depend on it.
+static DYNAMIC_EVENTS_LISTER: spin::Once<fn() -> String> = spin::Once::new();
+
+/// Registers the lister of run-time events for `available_events`.
+pub fn set_dynamic_events_lister(lister: fn() -> String) {
+    DYNAMIC_EVENTS_LISTER.call_once(|| lister);
+}
+
 /// `available_events`: `system:event` per line.
 pub fn available_events() -> String {
     // Probe events first, newest first, as Linux adds an event made at
     // run time at the head of its list.
-    let mut s = super::trace_kprobe::available_events();
+    let mut s = DYNAMIC_EVENTS_LISTER
+        .get()
+        .map(|lister| lister())
+        .unwrap_or_default();
     for e in event_calls() {
         s.push_str(e.call.system);
         s.push(':');

@@ -622,6 +622,7 @@ fn probes_file(root: &Dentry, name: &str, bang: bool) -> Result<Dentry, Errno> {
 
 /// Creates `kprobe_events`, `dynamic_events` and `kprobe_profile`.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
+    super::events::set_dynamic_events_lister(available_events);
     probes_file(root, "kprobe_events", false)?;
     probes_file(root, "dynamic_events", true)?;
     tracefs::create_file(root, "kprobe_profile", TRACE_MODE_READ, |_: OpenFlags| {

@@ -681,14 +681,44 @@ pub fn all_events() -> impl Iterator<Item = &'static TraceEventCall> {
     SYSTEMS.iter().flat_map(|s| s.events.iter().copied())
 }
 
-/// The event whose records have type `id`: a declared event, or one a
-/// probe definition made (`crate::trace_probe::registry`).
+/// The first type id of an event made at run time (a probe definition's),
+/// above every declared event's.
+pub const FIRST_DYNAMIC_ID: u16 = 1000;
+/// How many events can ever be made at run time.
+pub const MAX_DYNAMIC_EVENTS: usize = 4096;
+
+/// Events made at run time, by `id - FIRST_DYNAMIC_ID` (Linux:
+/// `register_trace_event` giving a dynamic event its type, found again by
+/// `ftrace_find_event`). The maker (`crate::trace_probe::registry`) picks
+/// the id; a published event is never removed: records of a removed event
+/// may still sit in a buffer, and a reader must still be able to print
+/// them. The maker registers here so that this module, which the printer
+/// uses, does not depend on the maker.
+static DYNAMIC_EVENTS: [core::sync::atomic::AtomicPtr<TraceEventCall>; MAX_DYNAMIC_EVENTS] =
+    [const { core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()) }; MAX_DYNAMIC_EVENTS];
+
+/// Publishes an event made at run time under its id (from
+/// [`FIRST_DYNAMIC_ID`], below `FIRST_DYNAMIC_ID + MAX_DYNAMIC_EVENTS`).
+pub fn publish_dynamic_event(call: &'static TraceEventCall) {
+    let n = (call.id - FIRST_DYNAMIC_ID) as usize;
+    DYNAMIC_EVENTS[n].store(
+        call as *const TraceEventCall as *mut TraceEventCall,
+        core::sync::atomic::Ordering::Release,
+    );
+}
+
+/// The event whose records have type `id`: a declared event, or one made at
+/// run time ([`publish_dynamic_event`]).
 pub fn find_event(id: u16) -> Option<&'static TraceEventCall> {
     if id <= crate::entry::TRACE_LAST_TYPE {
         return None;
     }
-    if id >= crate::trace_probe::registry::FIRST_ID {
-        return crate::trace_probe::registry::find(id).map(|e| &e.call);
+    if id >= FIRST_DYNAMIC_ID {
+        let slot = DYNAMIC_EVENTS.get((id - FIRST_DYNAMIC_ID) as usize)?;
+        let p = slot.load(core::sync::atomic::Ordering::Acquire);
+        // SAFETY: a published pointer is a `&'static TraceEventCall`, never
+        // freed or changed.
+        return (!p.is_null()).then(|| unsafe { &*p });
     }
     all_events().find(|e| e.id == id)
 }

@@ -25,9 +25,9 @@ use crate::output::seq::TraceSeq;
 use crate::trace_events::TraceEventCall;
 
 /// The first id a probe event gets (above every declared event's).
-pub const FIRST_ID: u16 = 1000;
+pub const FIRST_ID: u16 = crate::trace_events::FIRST_DYNAMIC_ID;
 /// How many probe events can ever be made.
-pub const MAX_PROBE_EVENTS: usize = 4096;
+pub const MAX_PROBE_EVENTS: usize = crate::trace_events::MAX_DYNAMIC_EVENTS;
 
 /// A probe event: its description and the probe its records follow.
 #[derive(Debug)]
@@ -99,6 +99,7 @@ pub fn register(probe: TraceProbe) -> Result<&'static ProbeEvent, Errno> {
         ev as *const ProbeEvent as *mut ProbeEvent,
         Ordering::Release,
     );
+    crate::trace_events::publish_dynamic_event(&ev.call);
     Ok(ev)
 }
 
