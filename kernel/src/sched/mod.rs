@@ -215,9 +215,9 @@ fn adopt_idle(cpu: usize) {
     idle.on_cpu.store(true, Ordering::Relaxed);
     let ptr = Arc::into_raw(idle);
     IDLE[cpu].store(ptr as usize, Ordering::Relaxed);
-    percpu::this_cpu()
-        .current
-        .store(ptr as usize, Ordering::Relaxed);
+    // SAFETY: `ptr` came from Arc::into_raw just above and IDLE keeps it.
+    let pid = unsafe { (*ptr).pid };
+    percpu::this_cpu_set_current(ptr as usize, pid);
 }
 
 fn push_num(s: &mut String, n: usize) {
@@ -321,9 +321,9 @@ pub fn wake_up(task: &Arc<Task>) {
 /// Any such point is one where a timer interrupt could preempt anyway.
 fn preempt_check_resched() {
     let this = percpu::this_cpu();
-    if this.need_resched.load(Ordering::Relaxed) != 0
+    if percpu::this_cpu_need_resched()
         && !crate::irqflags::irqs_disabled()
-        && this.preempt_count.load(Ordering::Relaxed) == 0
+        && percpu::this_cpu_preempt_count() == 0
         && this.irq_depth.load(Ordering::Relaxed) == 0
         && this.exception_depth.load(Ordering::Relaxed) == 0
         && !current_ptr().is_null()
@@ -382,7 +382,7 @@ fn try_to_wake_up(task: &Arc<Task>, new: bool) -> bool {
             arch::apic::send_ipi(arch::apic_id(cpu), arch::apic::RESCHEDULE_VECTOR);
             false
         } else {
-            percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
+            percpu::this_cpu_set_need_resched();
             task.policy.is_rt()
         }
     })
@@ -424,8 +424,7 @@ fn sched_switch_state(t: &Task) -> u32 {
 /// true when the interrupt exit path preempts the running task.
 fn __schedule(preempt: bool) {
     let cpu = arch::cpu_id();
-    let this = percpu::this_cpu();
-    this.need_resched.store(0, Ordering::Relaxed);
+    percpu::this_cpu_clear_need_resched();
     TICKS[cpu].store(0, Ordering::Relaxed);
     let prev = current().expect("schedule() before the scheduler started on this CPU");
     let prev_ptr: *const Task = &*prev;
@@ -484,7 +483,7 @@ fn __schedule(preempt: bool) {
         next_task.trace_info(),
         sched_switch_state(&prev),
     );
-    this.current.store(next as usize, Ordering::Relaxed);
+    percpu::this_cpu_set_current(next as usize, next_task.pid);
     PREV[cpu].store(prev_ptr as usize, Ordering::Relaxed);
     // SAFETY: interrupts are off; both stacks are alive; saved_sp is only
     // written here, by the CPU that runs the task.
@@ -618,15 +617,15 @@ pub fn timer_tick() {
     // SCHED_FIFO has no time slice (Linux: task_tick_rt).
     let fifo = current().is_some_and(|t| t.policy.is_rt());
     if (ticks >= TIME_SLICE_TICKS && !fifo) || idle {
-        percpu::this_cpu().need_resched.store(1, Ordering::Relaxed);
+        percpu::this_cpu_set_need_resched();
     }
 }
 
 /// The interrupt exit path: switch if a reschedule is due and allowed.
 pub fn preempt_on_irq_exit() {
     let this = percpu::this_cpu();
-    if this.need_resched.load(Ordering::Relaxed) != 0
-        && this.preempt_count.load(Ordering::Relaxed) == 0
+    if percpu::this_cpu_need_resched()
+        && percpu::this_cpu_preempt_count() == 0
         && this.irq_depth.load(Ordering::Relaxed) == 0
         && this.exception_depth.load(Ordering::Relaxed) == 0
         && !current_ptr().is_null()

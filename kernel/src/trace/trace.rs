@@ -226,15 +226,17 @@ pub fn trace_clock_in_ns() -> bool {
 }
 
 /// Samples the context of the event being recorded (Linux:
-/// tracing_gen_ctx_dec: the tracer's own preempt_disable is not counted).
-/// Each per-CPU value is one gs-relative load (no load of the per-CPU
-/// area's address first).
+/// tracing_gen_ctx_dec: the tracer's own preempt_disable is not counted),
+/// each part from its source: the interrupt flag, the interrupt depth
+/// counter, the need-resched flag and the preempt count. The writers'
+/// [`trace_entry_word`] reads the same from the per-CPU context word;
+/// `check_trace_entry_word` compares the two.
 #[inline(always)]
 pub fn tracing_gen_ctx_dec() -> TraceCtx {
     let irq = IrqContext {
         irqs_off: !arch::irqs_enabled(),
         hardirq: percpu::this_cpu_irq_exception_depth() as u32 != 0,
-        need_resched: percpu::this_cpu_need_resched() != 0,
+        need_resched: percpu::this_cpu_need_resched(),
         ..IrqContext::default()
     };
     let depth = percpu::this_cpu_preempt_count().saturating_sub(1);
@@ -248,44 +250,68 @@ pub fn trace_entry(type_: u16, ctx: TraceCtx) -> TraceEntry {
     TraceEntry::new(type_, ctx, pid as i32)
 }
 
+// The context word's flag byte holds Linux's TRACE_FLAG_* values, at the
+// place of `struct trace_entry`'s `flags`; its preempt count and pid are at
+// the places of `preempt_count` and `pid`.
+const _: () = {
+    use tracer::entry::trace_flag::{TRACE_FLAG_HARDIRQ, TRACE_FLAG_NEED_RESCHED};
+    assert!(percpu::CTX_HARDIRQ == TRACE_FLAG_HARDIRQ);
+    assert!(percpu::CTX_NEED_RESCHED == TRACE_FLAG_NEED_RESCHED);
+    assert!(percpu::CTX_FLAGS_SHIFT == 16);
+    assert!(percpu::CTX_PREEMPT_SHIFT == 24);
+    assert!(percpu::CTX_PID_SHIFT == 32);
+};
+
 /// The 8-byte `struct trace_entry` of an event of `type_` by the running
 /// task in this context, as the little-endian word the ring buffer stores:
 /// `type | flags << 16 | preempt_count << 24 | pid << 32`. The same bits as
 /// `trace_entry(type_, tracing_gen_ctx_dec())` encoded (checked at boot by
-/// `check_trace_entry_word`), with one branch (no task yet). The writers
-/// call it inside their `fill`, after the reservation, so that none of its
-/// parts is live (or spilled) across the reservation; sampling after the
-/// reservation instead of before (Linux) changes nothing, see below.
+/// `check_trace_entry_word`).
 ///
-/// Interrupts between two of its loads: an interrupt returns with the
-/// depths, `preempt_count` and `current` as it found them (a task switch
-/// cannot happen: preemption is off), so each load sees the value of this
-/// context, as one sample would. `need_resched` may be set by an interrupt
-/// between two loads; the flag then reads as if sampled after it, which a
-/// single sample could equally have seen.
+/// The per-CPU context word (`percpu`'s `PerCpu::context`) already holds
+/// the flags, the preempt count and the pid at their places, kept up to
+/// date by the code that changes them, so the header is one gs-relative
+/// load, the interrupt flag from RFLAGS, the type added and the tracer's
+/// own preempt_disable taken off: Linux's `tracing_gen_ctx_dec`, whose
+/// `min(pc, 15)` is the one test (a count outside 1..=16 goes out of line).
+///
+/// The writers call it inside their `fill`, after the reservation, so that
+/// nothing of it is live (or spilled) across the reservation. Sampling
+/// after the reservation instead of before (Linux) changes nothing: an
+/// interrupt in between returns with the hardirq flag, the preempt count
+/// and the pid as it found them (a task switch cannot happen: preemption is
+/// off); a `need_resched` set by it reads as if sampled just after, which
+/// one sample could equally have seen.
 #[inline(always)]
 pub fn trace_entry_word(type_: u16) -> u64 {
-    use tracer::entry::trace_flag::{
-        TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED,
-    };
+    let ctx = percpu::this_cpu_context();
+    // The preempt count less the tracer's own is 0..=15: no clamping.
+    if (ctx as u32).wrapping_sub(1 << 24) >= 16 << 24 {
+        return trace_entry_word_clamped(type_);
+    }
     let rflags: u64;
     // SAFETY: reads RFLAGS only (as arch::irqs_enabled).
     unsafe { core::arch::asm!("pushfq; pop {}", out(reg) rflags, options(nomem, preserves_flags)) };
-    // RFLAGS.IF is bit 9: IRQS_OFF (bit 0) is its complement.
-    let irqs_off = (!rflags >> 9) & 1;
-    let hardirq = u64::from(percpu::this_cpu_irq_exception_depth() as u32 != 0);
-    let need_resched = u64::from(percpu::this_cpu_need_resched() != 0);
-    let flags = (irqs_off * u64::from(TRACE_FLAG_IRQS_OFF))
-        | (hardirq * u64::from(TRACE_FLAG_HARDIRQ))
-        | (need_resched * u64::from(TRACE_FLAG_NEED_RESCHED));
-    let depth = percpu::this_cpu_preempt_count().saturating_sub(1).min(15);
-    let pid = crate::sched::current_pid();
-    TraceEntry::pack(type_, flags as u8, depth as u8, pid as i32)
+    // RFLAGS.IF is bit 9; TRACE_FLAG_IRQS_OFF (bit 0 of the flag byte,
+    // bit 16 of the word) is its complement.
+    let irqs_off = (!rflags & (1 << 9)) << 7;
+    (ctx - (1 << 24) + u64::from(type_)) | irqs_off
 }
 
-/// Boot-time check that [`trace_entry_word`] and the `tracer` crate's
-/// encoding of `trace_entry(type_, tracing_gen_ctx_dec())` agree, in the
-/// context it runs in (returns the two words if they differ).
+/// [`trace_entry_word`] when the preempt count is 0 (a writer that did
+/// not disable preemption) or above 16: Linux's `min(pc, 15)`.
+#[cold]
+#[inline(never)]
+fn trace_entry_word_clamped(type_: u16) -> u64 {
+    let ctx = percpu::this_cpu_context();
+    let irqs_off = u64::from(!arch::irqs_enabled()) << 16;
+    let depth = u64::from(percpu::this_cpu_preempt_count().saturating_sub(1).min(15));
+    (ctx & !0xff00_0000) | (depth << 24) | u64::from(type_) | irqs_off
+}
+
+/// Check that [`trace_entry_word`] and the `tracer` crate's encoding of
+/// `trace_entry(type_, tracing_gen_ctx_dec())` agree, in the context it
+/// runs in (returns the two words if they differ).
 pub fn check_trace_entry_word() -> Result<(), (u64, u64)> {
     let word = trace_entry_word(tracer::entry::TRACE_FN);
     let ent = trace_entry(tracer::entry::TRACE_FN, tracing_gen_ctx_dec());
@@ -296,6 +322,50 @@ pub fn check_trace_entry_word() -> Result<(), (u64, u64)> {
         Ok(())
     } else {
         Err((word, want))
+    }
+}
+
+/// [`check_trace_entry_word`] at every preempt count from 0 to 18 (both
+/// sides of the clamp at 15 and the out-of-line counts), with interrupts
+/// on and off: run at boot. With interrupts on, one may set need_resched
+/// between the two samples, so a mismatch is retried twice.
+fn check_trace_entry_word_counts() -> Result<(), (u64, u64)> {
+    let mut result = Ok(());
+    for irqs_off in [false, true] {
+        let flags = irqs_off.then(arch::irqflags::arch_local_irq_save);
+        for _ in 0..=18 {
+            let r = check_trace_entry_word()
+                .or_else(|_| check_trace_entry_word())
+                .or_else(|_| check_trace_entry_word());
+            result = result.and(r);
+            percpu::this_cpu_preempt_inc();
+        }
+        for _ in 0..=18 {
+            percpu::this_cpu_preempt_dec();
+        }
+        if let Some(flags) = flags {
+            arch::irqflags::arch_local_irq_restore(flags);
+        }
+    }
+    result
+}
+
+/// How many timer ticks each CPU has checked the header word in.
+static TICK_CHECKS: [AtomicU8; percpu::MAX_CPUS] = [const { AtomicU8::new(0) }; percpu::MAX_CPUS];
+
+/// The timer tick's check of the context word (the first 16 ticks of each
+/// CPU): in a hardware interrupt, over whichever task it interrupted, as
+/// a writer calls it (preemption off).
+fn tick_check_trace_entry_word() {
+    let n = &TICK_CHECKS[arch::cpu_id()];
+    if n.load(Ordering::Relaxed) < 16 {
+        n.fetch_add(1, Ordering::Relaxed);
+        percpu::this_cpu_preempt_inc();
+        let r = check_trace_entry_word();
+        percpu::this_cpu_preempt_dec();
+        if let Err((word, want)) = r {
+            panic!("trace_entry_word {word:#x} differs from trace_entry {want:#x} in the tick");
+        }
     }
 }
 
@@ -410,6 +480,7 @@ pub fn trace_iter_release(tr: &TraceArray) {
 
 /// Called from the timer tick: wakes trace_pipe readers if events arrived.
 pub fn trace_wakeup_tick() {
+    tick_check_trace_entry_word();
     if WAKEUP_PENDING.load(Ordering::Relaxed) && WAKEUP_PENDING.swap(false, Ordering::Relaxed) {
         control::wake_pipe_readers();
     }
@@ -781,7 +852,7 @@ pub fn init() {
         Ordering::Release,
     );
     // The hot paths' header word must be the one the printer decodes.
-    if let Err((word, want)) = check_trace_entry_word() {
+    if let Err((word, want)) = check_trace_entry_word_counts() {
         panic!("trace_entry_word {word:#x} differs from trace_entry {want:#x}");
     }
 }

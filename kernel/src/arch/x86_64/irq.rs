@@ -14,10 +14,8 @@
 //! `call_function_entry/exit` and `reschedule_entry/exit` (the IPIs),
 //! `irq:irq_handler_entry/exit` (device interrupts: the serial port).
 use core::ops::Range;
-use core::sync::atomic::Ordering;
 
 use super::apic;
-use super::percpu::this_cpu;
 use crate::events::{irq, irq_vectors};
 
 /// COM1's ISA interrupt line and its handler's name (Linux's 8250 driver
@@ -54,7 +52,7 @@ pub fn handle_irq(vector: u8) {
         apic::RESCHEDULE_VECTOR => {
             apic::eoi();
             irq_vectors::trace_reschedule_entry(vector as i32);
-            this_cpu().need_resched.store(1, Ordering::Relaxed);
+            super::percpu::this_cpu_set_need_resched();
             irq_vectors::trace_reschedule_exit(vector as i32);
         }
         _ => {

@@ -99,11 +99,10 @@ extern "C" fn interrupt_dispatch(regs: &mut PtRegs) {
     if irqs_were_on {
         crate::irqflags::irqentry_hardirqs_off();
     }
-    let cpu = this_cpu();
-    cpu.irq_depth.fetch_add(1, Ordering::Relaxed);
+    super::percpu::this_cpu_hardirq_enter();
     // The traceable part, in the irq-entry section (function_graph's arrows).
     super::irq::handle_irq(vector);
-    cpu.irq_depth.fetch_sub(1, Ordering::Relaxed);
+    super::percpu::this_cpu_hardirq_exit();
     if irqs_were_on {
         // Preempt the interrupted task if it asked for it and was preemptible.
         crate::sched::preempt_on_irq_exit();
