@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use tracer::entry::trace_flag::TRACE_FLAG_HARDIRQ;
 
 use super::dat::{DatError, TraceDat};
-use super::report::{cpu_records, EventFormat, Record, Symbols};
+use super::report::{cpu_records, event_formats, task_comms, EventFormat, Record, Symbols};
 
 /// A task: its pid, and the CPU for pid 0 (each CPU has its own idle task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -272,23 +272,8 @@ impl Trace {
     /// Reads `dat`'s formats, symbols, task names and records. A page
     /// that does not decode is an error.
     pub fn new(dat: &TraceDat) -> Result<Trace, DatError> {
-        let mut formats = Vec::new();
-        for f in &dat.ftrace_formats {
-            formats.push(EventFormat::parse("ftrace", &String::from_utf8_lossy(f))?);
-        }
-        for sys in &dat.event_systems {
-            for f in &sys.formats {
-                formats.push(EventFormat::parse(&sys.name, &String::from_utf8_lossy(f))?);
-            }
-        }
-        let mut comms = HashMap::new();
-        for line in String::from_utf8_lossy(&dat.cmdlines).lines() {
-            if let Some((pid, comm)) = line.split_once(' ') {
-                if let Ok(pid) = pid.trim().parse::<i32>() {
-                    comms.insert(pid, comm.to_string());
-                }
-            }
-        }
+        let formats = event_formats(dat)?;
+        let comms = task_comms(dat);
         let mut records = Vec::new();
         for cpu in 0..dat.cpus.len() {
             records.extend(cpu_records(dat, cpu)?);

@@ -235,8 +235,9 @@ struct Ctx<'a> {
     func_stack: BTreeMap<usize, Vec<Option<String>>>,
 }
 
-/// The whole `trace-cmd report` text for `dat`.
-pub fn report(dat: &TraceDat, opts: &ReportOptions) -> Result<String, DatError> {
+/// Every event format `dat` carries: the ftrace formats, then each
+/// system's.
+pub(crate) fn event_formats(dat: &TraceDat) -> Result<Vec<EventFormat>, DatError> {
     let mut formats = Vec::new();
     for f in &dat.ftrace_formats {
         formats.push(EventFormat::parse("ftrace", &String::from_utf8_lossy(f))?);
@@ -246,6 +247,11 @@ pub fn report(dat: &TraceDat, opts: &ReportOptions) -> Result<String, DatError> 
             formats.push(EventFormat::parse(&sys.name, &String::from_utf8_lossy(f))?);
         }
     }
+    Ok(formats)
+}
+
+/// The task names of `dat`'s cmdlines section (`PID COMM` lines), by pid.
+pub(crate) fn task_comms(dat: &TraceDat) -> HashMap<i32, String> {
     let mut comms = HashMap::new();
     for line in String::from_utf8_lossy(&dat.cmdlines).lines() {
         if let Some((pid, comm)) = line.split_once(' ') {
@@ -254,6 +260,13 @@ pub fn report(dat: &TraceDat, opts: &ReportOptions) -> Result<String, DatError> 
             }
         }
     }
+    comms
+}
+
+/// The whole `trace-cmd report` text for `dat`.
+pub fn report(dat: &TraceDat, opts: &ReportOptions) -> Result<String, DatError> {
+    let formats = event_formats(dat)?;
+    let comms = task_comms(dat);
     let mut ctx = Ctx {
         syms: Symbols::parse(&String::from_utf8_lossy(&dat.kallsyms)),
         comms,

@@ -1115,11 +1115,18 @@ fn format_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
     Ok((t, N))
 }
 
-/// `trace_pipe_per_line`: reading `trace_pipe` through the file (open
-/// O_NONBLOCK, `read` of 4 KiB until EAGAIN), per function event line:
-/// consuming reads, the printer, the copy to the reader's buffer.
-fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
+/// Writes `events` function events, then times reading `path` through the
+/// file (open O_NONBLOCK, `read` of 4 KiB until EAGAIN or `cap` bytes),
+/// smallest of [`REPS`] batches. Returns the ticks and the bytes read by
+/// the last batch.
+fn timed_nonblocking_read(
+    tr: &TraceArray,
+    path: &str,
+    events: u64,
+    cap: usize,
+) -> Result<(u64, Vec<u8>), String> {
     use crate::fs::{vfs, OpenFlags};
+    const CHUNK: usize = 4096;
     set_tracer("function")?;
     let mut buf: Vec<u8> = Vec::new();
     let mut file = None;
@@ -1128,19 +1135,15 @@ fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
     let mut t = u64::MAX;
     for _ in 0..REPS {
         control::tracing_on();
-        write_fn_events(tr, N);
+        write_fn_events(tr, events);
         control::tracing_off();
-        buf = alloc::vec![0u8; N as usize * 200];
+        buf = alloc::vec![0u8; cap];
         got = 0;
-        file = vfs::open(
-            "/tracing/trace_pipe",
-            OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK,
-        )
-        .ok();
+        file = vfs::open(path, OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK).ok();
         t = t.min(ticks(|| {
             let Some(f) = file.as_mut() else { return };
-            while got + 4096 <= buf.len() {
-                match f.read(&mut buf[got..got + 4096]) {
+            while got + CHUNK <= buf.len() {
+                match f.read(&mut buf[got..got + CHUNK]) {
                     Ok(0) => break,
                     Ok(n) => got += n,
                     Err(e) => {
@@ -1159,7 +1162,16 @@ fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
     if let Some(e) = err {
         return Err(format!("read: {:?}", e));
     }
-    let lines = leaf_lines(&buf[..got]);
+    buf.truncate(got);
+    Ok((t, buf))
+}
+
+/// `trace_pipe_per_line`: reading `trace_pipe` through the file, per
+/// function event line: consuming reads, the printer, the copy to the
+/// reader's buffer.
+fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
+    let (t, buf) = timed_nonblocking_read(tr, "/tracing/trace_pipe", N, N as usize * 200)?;
+    let lines = leaf_lines(&buf);
     if lines != N {
         return Err(format!("{} lines read for {} events", lines, N));
     }
@@ -1171,51 +1183,16 @@ fn trace_pipe_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
 const RAW_EVENTS: u64 = 4000;
 
 /// `trace_pipe_raw_per_page`: reading this CPU's `trace_pipe_raw` through
-/// the file (open O_NONBLOCK, `read` of 4 KiB until EAGAIN), per page:
-/// `ring_buffer_read_page` (the page taken from the buffer, copied into
-/// the file's page) and the copy to the reader's buffer. The pages' events
-/// are counted after the timed batch.
+/// the file, per page: `ring_buffer_read_page` (the page taken from the
+/// buffer, copied into the file's page) and the copy to the reader's
+/// buffer. The pages' events are counted after the timed batch.
 fn trace_pipe_raw_cost(tr: &TraceArray) -> Result<(u64, u64), String> {
-    use crate::fs::{vfs, OpenFlags};
     use tracer::ring_buffer::PAGE_SIZE;
-    set_tracer("function")?;
     let path = format!("/tracing/per_cpu/cpu{}/trace_pipe_raw", arch::cpu_id());
-    let mut buf: Vec<u8> = Vec::new();
-    let mut file = None;
-    let mut got = 0usize;
-    let mut err = None;
-    let mut t = u64::MAX;
-    for _ in 0..REPS {
-        control::tracing_on();
-        write_fn_events(tr, RAW_EVENTS);
-        control::tracing_off();
-        buf = alloc::vec![0u8; 64 * PAGE_SIZE];
-        got = 0;
-        file = vfs::open(&path, OpenFlags::O_RDONLY | OpenFlags::O_NONBLOCK).ok();
-        t = t.min(ticks(|| {
-            let Some(f) = file.as_mut() else { return };
-            while got + PAGE_SIZE <= buf.len() {
-                match f.read(&mut buf[got..got + PAGE_SIZE]) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(e) => {
-                        if e != crate::fs::Errno::EAGAIN {
-                            err = Some(e);
-                        }
-                        break;
-                    }
-                }
-            }
-        }));
-    }
-    drop(file);
-    control::tracing_on();
-    set_tracer("nop")?;
-    if let Some(e) = err {
-        return Err(format!("read: {:?}", e));
-    }
+    let (t, buf) = timed_nonblocking_read(tr, &path, RAW_EVENTS, 64 * PAGE_SIZE)?;
+    let got = buf.len();
     let pages = (got / PAGE_SIZE) as u64;
-    let events: u64 = buf[..got]
+    let events: u64 = buf
         .chunks_exact(PAGE_SIZE)
         .map(|p| {
             tracer::ring_buffer::decode_page(p)
