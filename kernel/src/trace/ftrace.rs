@@ -793,8 +793,8 @@ pub mod recursion {
     pub const LIST_START: u32 = 5;
     const TRANSITION: u32 = 4;
 
-    /// 0: exception (NMI-like), 1: irq, 3: normal (Linux's bit order),
-    /// from one gs-relative load of both depths.
+    /// The context's bit: 0: exception (NMI-like), 1: irq, 3: normal
+    /// (Linux's bit order), from one gs-relative load of both depths.
     #[inline(always)]
     fn context_bit() -> u32 {
         let depths = percpu::this_cpu_irq_exception_depth();
@@ -808,33 +808,78 @@ pub mod recursion {
     }
 
     /// Disables preemption and takes this context's bit; None if it is taken
-    /// (and the transition bit too): the caller must not trace.
+    /// (and the transition bit too): the caller must not trace. Returns
+    /// the bit as a mask, for [`unlock`].
     ///
-    /// Hot path: five gs-relative instructions (preempt_count += 1, load
-    /// the bits, load the depths, store the bits), no locked instruction:
-    /// all of it is this CPU's own data, and an interrupt that takes a bit
+    /// Hot path, task context with its bit free: `preempt_count += 1`,
+    /// two gs-relative loads (the recursion bits, both interrupt depths
+    /// in one word), two tests and one store, no locked instruction: all
+    /// of it is this CPU's own data, and an interrupt that takes a bit
     /// releases it before returning (Linux's trace_test_and_set_recursion
-    /// works the same way on current->trace_recursion).
+    /// works the same way on current->trace_recursion). There the mask is
+    /// a constant, which the caller's [`unlock`] folds into its `and`.
+    /// Interrupts, exceptions and the transition bit go out of line.
     #[inline(always)]
     pub fn trylock(start: u32) -> Option<u32> {
         percpu::this_cpu_preempt_inc();
         let val = percpu::this_cpu_trace_recursion();
-        let mut bit = start + context_bit();
-        if val & (1 << bit) != 0 {
-            bit = start + TRANSITION;
-            if val & (1 << bit) != 0 {
+        let normal = 1 << (start + 3);
+        if percpu::this_cpu_irq_exception_depth() | u64::from(val & normal) == 0 {
+            percpu::this_cpu_set_trace_recursion(val | normal);
+            return Some(normal);
+        }
+        trylock_slow(start, val)
+    }
+
+    /// [`trylock`] in an interrupt or an exception, or with this context's
+    /// bit taken: an interrupt that has not yet marked its context may go
+    /// one level further on the transition bit.
+    #[cold]
+    #[inline(never)]
+    fn trylock_slow(start: u32, val: u32) -> Option<u32> {
+        let mut bit = 1 << (start + context_bit());
+        if val & bit != 0 {
+            bit = 1 << (start + TRANSITION);
+            if val & bit != 0 {
                 percpu::this_cpu_preempt_dec();
                 return None;
             }
         }
-        percpu::this_cpu_set_trace_recursion(val | (1 << bit));
+        percpu::this_cpu_set_trace_recursion(val | bit);
         Some(bit)
+    }
+
+    /// [`trylock`]'s hot path on its own, for callbacks that keep a
+    /// second, out-of-line copy of their body for the other cases: takes
+    /// the task context's bit if this is task context and the bit is
+    /// free, with preemption disabled, and returns true; otherwise changes
+    /// nothing and returns false (the caller then goes through
+    /// [`trylock`]). Released by [`unlock_task`] with the same `start`:
+    /// the bit is a constant, so the caller keeps nothing live for it.
+    #[inline(always)]
+    pub fn trylock_task(start: u32) -> bool {
+        percpu::this_cpu_preempt_inc();
+        let val = percpu::this_cpu_trace_recursion();
+        let normal = 1 << (start + 3);
+        // Both tests in one: no interrupt depth and the bit free.
+        if percpu::this_cpu_irq_exception_depth() | u64::from(val & normal) == 0 {
+            percpu::this_cpu_set_trace_recursion(val | normal);
+            return true;
+        }
+        percpu::this_cpu_preempt_dec();
+        false
+    }
+
+    /// Releases what [`trylock_task`] took.
+    #[inline(always)]
+    pub fn unlock_task(start: u32) {
+        unlock(1 << (start + 3));
     }
 
     /// Releases the bit and re-enables preemption.
     #[inline(always)]
     pub fn unlock(bit: u32) {
-        percpu::this_cpu_and_trace_recursion(!(1 << bit));
+        percpu::this_cpu_and_trace_recursion(!bit);
         percpu::this_cpu_preempt_dec();
     }
 }

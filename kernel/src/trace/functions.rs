@@ -186,9 +186,31 @@ pub(crate) fn pid_allowed() -> bool {
 /// Anything else goes to [`function_trace_record_slow`], out of line, so
 /// that its registers and code do not weigh on the fast path.
 extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
+    // Task context (the common case) with its constant recursion bit, so
+    // that no register holds the bit across the event; interrupts,
+    // exceptions and recursion go through the general guard, out of line.
+    if recursion::trylock_task(recursion::FTRACE_START) {
+        function_trace_body(ip, parent_slot, op);
+        recursion::unlock_task(recursion::FTRACE_START);
+    } else {
+        function_trace_call_nested(ip, parent_slot, op);
+    }
+}
+
+/// [`function_trace_call`] in an interrupt or exception, or when the
+/// task context's recursion bit is taken.
+#[inline(never)]
+fn function_trace_call_nested(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
+    function_trace_body(ip, parent_slot, op);
+    recursion::unlock(bit);
+}
+
+/// The function tracer's work once the recursion bit is held.
+#[inline(always)]
+fn function_trace_body(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
     // SAFETY: the private pointer of a function tracer ops is null or its
     // trace array, which is freed only a grace period after the pointer
     // was cleared; it is read with preemption off (trylock), so the tr
@@ -213,7 +235,6 @@ extern "C" fn function_trace_call(ip: u64, parent_slot: *mut u64, op: &FtraceOps
             function_trace_record_slow(tr, ip, parent_slot);
         }
     }
-    recursion::unlock(bit);
 }
 
 /// [`function_trace_call`] with a pid filter, func_stack_trace,
