@@ -109,8 +109,29 @@ pub fn records() -> &'static [DynFtrace] {
 }
 
 /// The index of the record at `ip` (Linux: ftrace_location / lookup_rec).
+///
+/// A binary search over the sorted records, written out rather than
+/// `binary_search_by_key`: tracer callbacks call this, and a generic from
+/// `core` is compiled into the crate that uses it with that crate's
+/// instrumentation, where it is traced (kernel/notrace.list names this
+/// kernel's modules, not `core`'s). Inlined into every caller.
+#[inline(always)]
 pub fn record_index(ip: u64) -> Option<usize> {
-    records().binary_search_by_key(&ip, |r| r.ip).ok()
+    let recs = records();
+    let (mut lo, mut hi) = (0, recs.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let r = recs[mid].ip;
+        if r == ip {
+            return Some(mid);
+        }
+        if r < ip {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    None
 }
 
 /// True once code patching was switched off by [`ftrace_bug`].

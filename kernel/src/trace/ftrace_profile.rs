@@ -98,32 +98,10 @@ impl Counts {
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static PROFILE_LOCK: Mutex<()> = Mutex::new(());
 
-/// The record index of call site `ip`: a binary search written here,
-/// because this module is never traced while a generic from `core`
-/// instantiated in it might be.
-#[inline(always)]
-fn record_of(ip: u64) -> Option<usize> {
-    let recs = ftrace::records();
-    let (mut lo, mut hi) = (0, recs.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let r = recs[mid].ip;
-        if r == ip {
-            return Some(mid);
-        }
-        if r < ip {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
 /// This CPU's record of call site `ip`, if the profiler has records.
 #[inline(always)]
 fn this_cpu_rec(ip: u64) -> Option<&'static Rec> {
-    let (c, i) = (COUNTS.get()?, record_of(ip)?);
+    let (c, i) = (COUNTS.get()?, ftrace::record_index(ip)?);
     c.cpu(crate::arch::cpu_id()).get(i)
 }
 

@@ -49,28 +49,6 @@ static FUNCCOUNT_OPS: FtraceOps = FtraceOps::new("funccount", funccount_call)
 /// made when the tracer is first selected.
 static COUNTS: Once<Vec<AtomicU64>> = Once::new();
 
-/// The record index of call site `ip`, by binary search over the sorted
-/// records (written out: a generic from `core` instantiated here would be
-/// traced, and this runs inside the tracer's callback).
-#[inline(always)]
-fn record_of(ip: u64) -> Option<usize> {
-    let recs = ftrace::records();
-    let (mut lo, mut hi) = (0, recs.len());
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let r = recs[mid].ip;
-        if r == ip {
-            return Some(mid);
-        }
-        if r < ip {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    None
-}
-
 /// The counters, made at the first use (ENOMEM if they cannot be).
 fn counts() -> Result<&'static [AtomicU64], Errno> {
     if let Some(c) = COUNTS.get() {
@@ -96,7 +74,7 @@ extern "C" fn funccount_call(ip: u64, _parent_slot: *mut u64, _op: &FtraceOps) {
     let Some(bit) = recursion::trylock(recursion::FTRACE_START) else {
         return;
     };
-    if let (Some(c), Some(i)) = (COUNTS.get(), record_of(ip)) {
+    if let (Some(c), Some(i)) = (COUNTS.get(), ftrace::record_index(ip)) {
         if let Some(n) = c.get(i) {
             n.fetch_add(1, Ordering::Relaxed);
         }
