@@ -1241,10 +1241,12 @@ fn ktrace_record_kprobe_events() {
     let elf = tests::kernel_elf("mcount");
     let def = "p:myprobe kernel::shell::work::work_stack_recurse left=$arg1 level=$arg2:s32 \
                r=$stack0:symbol c=$comm";
+    let ret_def = "r:myret kernel::shell::work::work_stack_recurse $retval:u64";
     let out = Command::new(ktrace_bin())
         .env("KTRACE_KERNEL", &elf)
         .env("KTRACE_ROOT", root())
-        .args(["record", "--kprobe", def, "-e", "kprobes", "-o"])
+        .args(["record", "--kprobe", def])
+        .args(["--kprobe", ret_def, "-e", "kprobes", "-o"])
         .arg(&dat)
         .args(["--", "work stack 3"])
         .output()
@@ -1272,6 +1274,24 @@ fn ktrace_record_kprobe_events() {
             "{l}"
         );
         assert!(args.ends_with(" c=\"sh\""), "{l}");
+    }
+    // The return probe: trace-cmd prints its print fmt, `(%lx <- %lx)`
+    // with the addresses, then $retval; the innermost call returns first,
+    // each level's sum of its 480-byte array (i + level) as u8 added.
+    let rets: Vec<&str> = report.lines().filter(|l| l.contains(" myret: ")).collect();
+    assert_eq!(rets.len(), 4, "{report}");
+    let mut sum = 0;
+    for (i, l) in rets.iter().enumerate() {
+        let level = 3 - i as u64;
+        sum += (0..480u64).map(|b| (b + level) & 0xff).sum::<u64>();
+        let body = l.split(" myret: ").nth(1).unwrap().trim_start();
+        let (ips, arg) = body.split_once(") ").unwrap();
+        let (ret_ip, func) = ips.trim_start_matches('(').split_once(" <- ").unwrap();
+        assert!(
+            ret_ip.starts_with("ffffffff") && func.starts_with("ffffffff"),
+            "{l}"
+        );
+        assert_eq!(arg, format!("arg1={sum}"), "{l}");
     }
     let ours = Command::new(ktrace_bin())
         .args(["report", "-i"])

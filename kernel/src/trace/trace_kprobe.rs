@@ -27,9 +27,19 @@
 //! trigger being torn down. That is a few hundred bytes per event ever
 //! made (the registry bounds how many).
 //!
-//! Not here yet: return probes (`r`, `%return`), which need the core's
-//! kretprobes, refused with "Failed to register probe event" and
-//! `EOPNOTSUPP`; probe events in instances; the `events/kprobes/enable`
+//! A return probe (`r[MAXACTIVE]`, or `SYM%return`) is a kretprobe
+//! (`crate::kprobes::Kretprobe`: the return address hijacked through
+//! function_graph's shadow stack) whose handler, [`kretprobe_dispatcher`],
+//! runs when the function returns and writes `__probe_func` (the
+//! function), `__probe_ret_ip` (where it returns to) and the arguments,
+//! `$retval` being `rax` (Linux: `kretprobe_dispatcher` and
+//! `__kretprobe_trace_func`). At most MAXACTIVE calls are watched at once
+//! (default `max(10, 2 * CPUs)`); a call past that is not watched and
+//! counts as missed in `kprobe_profile`. At the return the handler knows
+//! `rax`, `rdx`, the return address and the stack pointer: the other
+//! registers read 0 in a return probe's arguments.
+//!
+//! Not here yet: probe events in instances; the `events/kprobes/enable`
 //! and `filter` files of the group.
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -49,7 +59,7 @@ use super::events::{self, flags, GateFns, GateSpec, ProbeSel, TraceEventFile};
 use super::trace::{global_trace, global_trace_arc, trace_entry_word};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
-use crate::kprobes::{self, Kprobe, PtRegs};
+use crate::kprobes::{self, Kprobe, Kretprobe, PtRegs};
 
 /// Where the error log says refused definitions come from.
 const LOG_LOC: &str = "trace_kprobe";
@@ -64,11 +74,19 @@ struct ProbeEventFile {
     group_dir: Dentry,
 }
 
+/// What a definition registered with the kprobe core (Linux: the
+/// `kretprobe rp` of a `trace_kprobe`, whose `rp.kp` is the probe of an
+/// entry probe).
+enum ProbeHandle {
+    Kprobe(Arc<Kprobe>),
+    Kretprobe(Arc<Kretprobe>),
+}
+
 /// One probe definition (Linux: `struct trace_kprobe`).
 pub struct TraceKprobe {
     tp: TraceProbe,
     event: Once<Arc<ProbeEventFile>>,
-    kp: Arc<Kprobe>,
+    probe: ProbeHandle,
     /// Hits while enabled (Linux: `nhit`, per CPU there).
     nhit: AtomicU64,
     /// Set while the event is enabled: the dispatcher does nothing else.
@@ -79,6 +97,55 @@ pub struct TraceKprobe {
     /// `$arg1:u32`...): (register, record offset, size) of each, stored
     /// without running the fetch programs.
     regs_only: Option<Vec<(u8, usize, usize)>>,
+}
+
+impl TraceKprobe {
+    /// Registers the probe with the core (Linux: `__register_trace_kprobe`).
+    fn register(&self) -> Result<(), Errno> {
+        match &self.probe {
+            ProbeHandle::Kprobe(kp) => kprobes::register_kprobe(kp.clone()),
+            ProbeHandle::Kretprobe(rp) => kprobes::register_kretprobe(rp.clone()),
+        }
+    }
+
+    /// Returns once no CPU can be in its handlers.
+    fn unregister(&self) {
+        match &self.probe {
+            ProbeHandle::Kprobe(kp) => kprobes::unregister_kprobe(kp),
+            ProbeHandle::Kretprobe(rp) => kprobes::unregister_kretprobe(rp),
+        }
+    }
+
+    /// The kprobe that fires at the probe point (a return probe's at the
+    /// function's entry).
+    fn entry_kprobe(&self) -> Option<Arc<Kprobe>> {
+        match &self.probe {
+            ProbeHandle::Kprobe(kp) => Some(kp.clone()),
+            ProbeHandle::Kretprobe(rp) => rp.kprobe(),
+        }
+    }
+
+    fn enable(&self) -> Result<(), Errno> {
+        self.entry_kprobe()
+            .map_or(Err(Errno::EINVAL), |kp| kprobes::enable_kprobe(&kp))
+    }
+
+    fn disable(&self) -> Result<(), Errno> {
+        self.entry_kprobe()
+            .map_or(Err(Errno::EINVAL), |kp| kprobes::disable_kprobe(&kp))
+    }
+
+    /// `kprobe_profile`'s misses (Linux: the kprobe's `nmissed`, plus the
+    /// kretprobe's for a return probe).
+    fn nmissed(&self) -> u64 {
+        let kp = self
+            .entry_kprobe()
+            .map_or(0, |kp| kp.nmissed.load(Ordering::Relaxed));
+        match &self.probe {
+            ProbeHandle::Kprobe(_) => kp,
+            ProbeHandle::Kretprobe(rp) => kp + rp.nmissed.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// Every probe definition, in the order written (Linux: the
@@ -193,14 +260,40 @@ fn kprobe_dispatcher(kp: &Kprobe, regs: &mut PtRegs) -> bool {
     }
     tk.nhit.fetch_add(1, Ordering::Relaxed);
     if let Some(ev) = tk.event.get() {
-        kprobe_trace_func(tk, ev, regs);
+        kprobe_trace_func(tk, ev, regs, kp.addr, None);
     }
     false
 }
 
-/// Writes one record of `tk`'s event.
+/// The kretprobe's handler, when a watched call returns (Linux:
+/// `kretprobe_dispatcher` and `__kretprobe_trace_func`): `regs.rax` is the
+/// return value and `regs.rip` the return address.
+fn kretprobe_dispatcher(rp: &Kretprobe, regs: &mut PtRegs) {
+    // SAFETY: `data` is the address of the TraceKprobe that owns `rp`
+    // (Arc::new_cyclic in `create_trace_kprobe`); the kretprobe is
+    // unregistered, which waits for every CPU to leave its handler, before
+    // that TraceKprobe is dropped.
+    let tk = unsafe { &*(rp.data as *const TraceKprobe) };
+    if !tk.enabled.load(Ordering::Acquire) {
+        return;
+    }
+    tk.nhit.fetch_add(1, Ordering::Relaxed);
+    if let Some(ev) = tk.event.get() {
+        kprobe_trace_func(tk, ev, regs, rp.addr, Some(regs.rip));
+    }
+}
+
+/// Writes one record of `tk`'s event: after the common header, `ip`
+/// (`__probe_ip`, or a return probe's `__probe_func`), `ret_ip` for a
+/// return probe (`__probe_ret_ip`), then the arguments.
 #[inline(always)]
-fn kprobe_trace_func(tk: &TraceKprobe, ev: &ProbeEventFile, regs: &PtRegs) {
+fn kprobe_trace_func(
+    tk: &TraceKprobe,
+    ev: &ProbeEventFile,
+    regs: &PtRegs,
+    ip: u64,
+    ret_ip: Option<u64>,
+) {
     let file = ev.file;
     let tp = &tk.tp;
     let env = RegsEnv { regs };
@@ -211,10 +304,12 @@ fn kprobe_trace_func(tk: &TraceKprobe, ev: &ProbeEventFile, regs: &PtRegs) {
     };
     let len = (tp.args_offset() + tp.size) as usize + dsize;
     let id = ev.ev.call.id;
-    let ip = tk.kp.addr;
     let fill = |buf: &mut [u8]| {
         buf[..8].copy_from_slice(&trace_entry_word(id).to_le_bytes());
         buf[8..16].copy_from_slice(&ip.to_le_bytes());
+        if let Some(r) = ret_ip {
+            buf[16..24].copy_from_slice(&r.to_le_bytes());
+        }
         match &tk.regs_only {
             Some(regs) => {
                 for &(r, off, size) in regs {
@@ -233,7 +328,7 @@ fn kprobe_trace_func(tk: &TraceKprobe, ev: &ProbeEventFile, regs: &PtRegs) {
 }
 
 /// See [`TraceKprobe::regs_only`]; `$argN` of the register arguments
-/// counts as its register.
+/// counts as its register, `$retval` as `rax`.
 fn regs_only(tp: &TraceProbe) -> Option<Vec<(u8, usize, usize)>> {
     use tracer::trace_probe::{reg, FetchInsn};
     const ARGS: [u8; 6] = [reg::DI, reg::SI, reg::DX, reg::CX, reg::R8, reg::R9];
@@ -245,6 +340,7 @@ fn regs_only(tp: &TraceProbe) -> Option<Vec<(u8, usize, usize)>> {
                 [FetchInsn::Arg(n), FetchInsn::StRaw(_), FetchInsn::End] => {
                     *ARGS.get(*n as usize)?
                 }
+                [FetchInsn::Retval, FetchInsn::StRaw(_), FetchInsn::End] => reg::AX,
                 _ => return None,
             };
             Some((
@@ -277,17 +373,17 @@ fn kprobe_event_reg(
     if on {
         for (i, tk) in mine.iter().enumerate() {
             tk.enabled.store(true, Ordering::Release);
-            if let Err(e) = kprobes::enable_kprobe(&tk.kp) {
+            if let Err(e) = tk.enable() {
                 for t in &mine[..=i] {
                     t.enabled.store(false, Ordering::Release);
-                    let _ = kprobes::disable_kprobe(&t.kp);
+                    let _ = t.disable();
                 }
                 return Err(e);
             }
         }
     } else {
         for tk in &mine {
-            let _ = kprobes::disable_kprobe(&tk.kp);
+            let _ = tk.disable();
             tk.enabled.store(false, Ordering::Release);
         }
     }
@@ -395,33 +491,44 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
     if let Err(e) = probe.update_args(&KernelSyms) {
         return Err(reg_err(e));
     }
-    if probe.is_return {
-        return Err(reg_err(Errno::EOPNOTSUPP));
-    }
-
     let addr = probe.addr();
     let tk = Arc::new_cyclic(|me: &alloc::sync::Weak<TraceKprobe>| TraceKprobe {
         tp: probe.clone(),
         event: Once::new(),
-        kp: Arc::new(Kprobe::new(
-            addr,
-            Some(kprobe_dispatcher),
-            None,
-            me.as_ptr() as usize,
-        )),
+        probe: if probe.is_return {
+            // Linux: `tk->rp.maxactive`, the default when none is given.
+            let maxactive = match probe.maxactive {
+                0 => default_maxactive(),
+                n => n,
+            };
+            ProbeHandle::Kretprobe(Arc::new(Kretprobe::new(
+                addr,
+                Some(kretprobe_dispatcher),
+                None,
+                maxactive,
+                me.as_ptr() as usize,
+            )))
+        } else {
+            ProbeHandle::Kprobe(Arc::new(Kprobe::new(
+                addr,
+                Some(kprobe_dispatcher),
+                None,
+                me.as_ptr() as usize,
+            )))
+        },
         nhit: AtomicU64::new(0),
         enabled: AtomicBool::new(false),
         dynamic: probe.args.iter().any(|a| a.dynamic),
         regs_only: regs_only(&probe),
     });
-    kprobes::register_kprobe(tk.kp.clone()).map_err(reg_err)?;
+    tk.register().map_err(reg_err)?;
     // Registered disabled unless its event is on (Linux: the kprobe's
     // DISABLED flag set from the event's state).
     let event_on = sibling.as_ref().is_some_and(|e| e.file.is_enabled());
     if event_on {
         tk.enabled.store(true, Ordering::Release);
-    } else if let Err(e) = kprobes::disable_kprobe(&tk.kp) {
-        kprobes::unregister_kprobe(&tk.kp);
+    } else if let Err(e) = tk.disable() {
+        tk.unregister();
         return Err(reg_err(e));
     }
 
@@ -430,7 +537,7 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
         None => match make_event(&guard, probe) {
             Ok(ev) => ev,
             Err(e) => {
-                kprobes::unregister_kprobe(&tk.kp);
+                tk.unregister();
                 return Err(e);
             }
         },
@@ -497,7 +604,7 @@ fn remove_one(
     if ev.file.is_enabled() || ev.file.flags() & flags::SOFT_MODE != 0 {
         return Err(Errno::EBUSY);
     }
-    kprobes::unregister_kprobe(&tk.kp);
+    tk.unregister();
     list.remove(i);
     let last = !list
         .iter()
@@ -604,7 +711,7 @@ fn profile_text() -> String {
             "  {:<44} {:>15} {:>15}",
             t.tp.event,
             t.nhit.load(Ordering::Relaxed),
-            t.kp.nmissed.load(Ordering::Relaxed)
+            t.nmissed()
         );
     }
     s

@@ -170,10 +170,19 @@ pub fn print_event(out: &mut TraceSeq, tp: &TraceProbe, rec: &[u8], syms: &dyn S
     print_probe_args(out, tp, rec, syms);
 }
 
-/// `seq_print_ip_sym` without `sym-addr`: `0` for a null address.
+/// The function a hijacked return goes through (the arch's
+/// `return_to_handler`, this kernel's rethook trampoline).
+pub const RETHOOK_TRAMPOLINE: &str = "return_to_handler";
+
+/// `seq_print_ip_sym` without `sym-addr`: `0` for a null address, and
+/// Linux's `[unknown/kretprobe'd]` for the return trampoline (Linux:
+/// `kretprobed()`): a return probe's return address is the trampoline when
+/// another return hook was placed on the same call before it.
 fn put_ip_sym(out: &mut TraceSeq, syms: &dyn SymbolResolver, ip: u64, offset: bool) {
     if ip == 0 {
         out.push('0');
+    } else if matches!(syms.lookup(ip), Some((RETHOOK_TRAMPOLINE, 0, _))) {
+        out.push_str("[unknown/kretprobe'd]");
     } else {
         write_sym(out, syms, ip, offset);
     }

@@ -27,6 +27,7 @@ fn syms() -> Syms {
         ("f::{shim:vtable#0}", (0x3100, 0x10)),
         ("kernel::time::JIFFIES", (0x9100, 8)),
         ("dup", (0x4000, 0x10)),
+        ("return_to_handler", (0x5100, 0x13)),
     ]))
 }
 
@@ -125,6 +126,11 @@ const LINUX_ERRORS: &[(&str, Errno, &str, usize)] = &[
         "String accepts only memory argument",
         102,
     ),
+    // Return probes (Linux 6.1, recorded with vfs_open in place of vfs_read):
+    ("r:e64 vfs_read $arg1", EINVAL, "Invalid $-variable specified", 15),
+    ("p:e65 vfs_read+4%return", EINVAL, "Retprobe address must be an function entry", 6),
+    ("r5000:e66 vfs_read", EINVAL, "Maxactive is too big", 1),
+    ("r1a:e67 vfs_read", EINVAL, "Invalid maxactive number", 1),
     // Not from the recorded run, but by the same rules:
     ("p:e60 dup", EADDRNOTAVAIL, "The symbol is not unique", 6),
     ("p:e61 nomod:foo", ENOENT, "Invalid probed address or symbol", 6),
@@ -174,6 +180,13 @@ fn linux_accepts_these() {
         "r:e55 vfs_read $retval $retval:s32 $comm",
         "r2:e56 vfs_read",
         "p:e57 vfs_read%return",
+        // Linux 6.1 takes these too: a letter after `r` is not a maxactive,
+        // `%return` on an `r` probe, and any fetch arg on a return probe.
+        "rx:e68 vfs_read",
+        "r:e69 vfs_read%return",
+        "r:e70 vfs_read +0($retval) $stack %di",
+        "r:e71 vfs_read+0 $retval",
+        "p:e72 vfs_read+0%return",
         "p:e58 vfs_read a=$arg1 b=$arg2:u32 c=$arg7",
         "p:e59 vfs_read $stack $stack0 +0($stack) $comm \\1234 \\\"hello\" @jiffies %ip %ax:s32 x=%di:symbol z=+8(%sp):u16",
         "p:e63 vfs_read +0(%di):u8[3] +0(%di):string[2] %di:b3@2/8 -8(+u16(%si)):s16 +0(%di):ustring",
@@ -198,6 +211,24 @@ fn names_groups_and_show() {
     assert_eq!(tp.show(10), "r10:kprobes/e57 vfs_read\n");
     let tp = parse("r2:e56 vfs_read").unwrap();
     assert_eq!(tp.show(10), "r2:kprobes/e56 vfs_read\n");
+    assert_eq!(tp.maxactive, 2);
+    let tp = parse("r4096:e56 vfs_read").unwrap();
+    assert_eq!(tp.maxactive, 4096);
+    let tp = parse("r0x10:e56 vfs_read").unwrap();
+    assert_eq!(tp.maxactive, 16);
+    // What Linux 6.1 reads back (recorded).
+    let tp = parse("p:myret3 vfs_write%return arg1=$retval:s32").unwrap();
+    assert_eq!(
+        tp.show(10),
+        "r10:kprobes/myret3 vfs_write arg1=$retval:s32\n"
+    );
+    let tp = parse("rx vfs_read").unwrap();
+    assert_eq!(tp.show(10), "r10:kprobes/r_vfs_read_0 vfs_read\n");
+    let tp = parse("r:e71 vfs_read+0 $retval").unwrap();
+    assert_eq!(tp.show(10), "r10:kprobes/e71 vfs_read arg1=$retval\n");
+    let tp = parse("p:e72 vfs_read+0%return").unwrap();
+    assert!(tp.is_return);
+    assert_eq!(tp.event, "e72");
     let tp = parse("p:e58 vfs_read a=$arg1 b=$arg2:u32 c=$arg7").unwrap();
     assert_eq!(
         tp.show(0),
@@ -481,6 +512,19 @@ fn evaluate_and_print() {
     assert_eq!(
         record_and_print(&tp, &env, 0),
         "(do_sys_open+0x34/0x40 <- vfs_read) arg1=0x2a rs=42"
+    );
+    // The return address is the trampoline when another return hook took
+    // the call first: Linux's `[unknown/kretprobe'd]`.
+    let tp = parse("r:myret vfs_read $retval").unwrap();
+    let mut rec = vec![0u8; (tp.args_offset() + tp.size) as usize];
+    rec[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+    rec[16..24].copy_from_slice(&0x5100u64.to_le_bytes());
+    store_trace_args(&tp, &env, &mut rec, 0);
+    let mut out = TraceSeq::new();
+    print::print_event(&mut out, &tp, &rec, &syms());
+    assert_eq!(
+        out.as_str().unwrap(),
+        "([unknown/kretprobe'd] <- vfs_read) arg1=0x2a"
     );
 }
 
