@@ -895,6 +895,48 @@ fn kprobe_hit(tr: &TraceArray, fetch_arg: bool) -> Result<(u64, u64), String> {
     r
 }
 
+/// Instructions a return probe event adds to a call of the leaf:
+/// `r:kprobes/bench_kretprobe ktrace_bench_leaf $retval` enabled, one
+/// record per call (the entry probe hijacks the return address, the
+/// return runs the handler through the return trampoline), over the same
+/// call unprobed. Each record's `$retval` must be what the call returned.
+fn kretprobe_pair(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use super::events::trace_event_enable_disable;
+    let file = super::trace_kprobe::bench_define_ret("ktrace_bench_leaf")?;
+    // What the batch's first call, ktrace_bench_leaf(0, 7), returns.
+    let want = ktrace_bench_leaf(0, 7);
+    crate::sched::preempt_disable();
+    let off = call_cost(ktrace_bench_leaf, &mut || {});
+    let r = trace_event_enable_disable(file, true)
+        .map_err(|e| format!("enable bench_kretprobe: {:?}", e))
+        .and_then(|_| {
+            let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
+            let got = this_cpu_entries(tr);
+            let first = tr
+                .buffer
+                .peek_with(arch::cpu_id(), |_, data, _| {
+                    data.get(24..32)
+                        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                })
+                .flatten();
+            if got != N {
+                Err(format!(
+                    "{} events recorded for {} calls, expected {}",
+                    got, N, N
+                ))
+            } else if first != Some(want) {
+                Err(format!("$retval {:?}, the call returned {}", first, want))
+            } else {
+                Ok((on.saturating_sub(off), N))
+            }
+        });
+    let _ = trace_event_enable_disable(file, false);
+    crate::sched::preempt_enable();
+    super::trace_kprobe::bench_remove();
+    tr.buffer.reset();
+    r
+}
+
 /// Instructions per sched_switch that the event's filter rejects: the
 /// same leaf as [`event_sched_switch`] with the event on and the
 /// one-predicate filter `next_pid == 0` (the bench's task is not pid 0),
@@ -1577,6 +1619,7 @@ pub fn run(args: &[String]) -> String {
     rep.result("kprobe_int3_bare", kprobe_int3_bare());
     rep.result("kprobe_hit", kprobe_hit(tr, false));
     rep.result("kprobe_hit_one_arg", kprobe_hit(tr, true));
+    rep.result("kretprobe_pair", kretprobe_pair(tr));
 
     match update_all() {
         Ok((on, off, sites)) => {

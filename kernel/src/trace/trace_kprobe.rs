@@ -295,20 +295,21 @@ fn kprobe_trace_func(
     ret_ip: Option<u64>,
 ) {
     let file = ev.file;
-    let tp = &tk.tp;
     let env = RegsEnv { regs };
     let dsize = if tk.dynamic {
-        fetch::get_data_size(tp, &env)
+        fetch::get_data_size(&tk.tp, &env)
     } else {
         0
     };
-    let len = (tp.args_offset() + tp.size) as usize + dsize;
-    let id = ev.ev.call.id;
+    let len = (tk.tp.args_offset() + tk.tp.size) as usize + dsize;
+    // The header words in one array: the closure below is called out of
+    // line, and every reference it captures is a store and a load more
+    // per hit.
+    let hdr = [trace_entry_word(ev.ev.call.id), ip, ret_ip.unwrap_or(0)];
     let fill = |buf: &mut [u8]| {
-        buf[..8].copy_from_slice(&trace_entry_word(id).to_le_bytes());
-        buf[8..16].copy_from_slice(&ip.to_le_bytes());
-        if let Some(r) = ret_ip {
-            buf[16..24].copy_from_slice(&r.to_le_bytes());
+        let n = if tk.tp.is_return { 24 } else { 16 };
+        for (d, w) in buf[..n].chunks_exact_mut(8).zip(&hdr) {
+            d.copy_from_slice(&w.to_le_bytes());
         }
         match &tk.regs_only {
             Some(regs) => {
@@ -318,7 +319,7 @@ fn kprobe_trace_func(
                     }
                 }
             }
-            None => fetch::store_trace_args(tp, &env, buf, dsize),
+            None => fetch::store_trace_args(&tk.tp, &env, buf, dsize),
         }
     };
     if file.needs_slow_path() && events::trace_event_slow(file, len, fill) {
@@ -778,12 +779,24 @@ pub fn bench_define(sym: &str, fetch_arg: bool) -> Result<&'static TraceEventFil
         "p:kprobes/bench_kprobe {sym}+{off}{}",
         if fetch_arg { " %di" } else { "" }
     );
-    create_trace_kprobe(&def).map_err(|e| alloc::format!("{def}: {e:?}"))?;
+    bench_make(&def)
+}
+
+/// Makes the bench's definition `def` and returns its event's file.
+fn bench_make(def: &str) -> Result<&'static TraceEventFile, String> {
+    create_trace_kprobe(def).map_err(|e| alloc::format!("{def}: {e:?}"))?;
     let list = DYN_EVENTS.lock();
     list.last()
         .and_then(|t| t.event.get())
         .map(|e| e.file)
-        .ok_or_else(|| String::from("bench_kprobe not made"))
+        .ok_or_else(|| alloc::format!("{def}: not made"))
+}
+
+/// The bench's return probe event: `r:kprobes/bench_kretprobe SYM
+/// $retval`, made as a user's definition is. Returns the event's file,
+/// disabled.
+pub fn bench_define_ret(sym: &str) -> Result<&'static TraceEventFile, String> {
+    bench_make(&alloc::format!("r:kprobes/bench_kretprobe {sym} $retval"))
 }
 
 /// A registered probe with a pre-handler that does nothing, at the first
@@ -810,4 +823,5 @@ pub fn bench_bare(sym: &str) -> Result<(Arc<Kprobe>, u64), String> {
 /// Removes the bench's probe event.
 pub fn bench_remove() {
     let _ = delete_trace_kprobe("-:kprobes/bench_kprobe");
+    let _ = delete_trace_kprobe("-:kprobes/bench_kretprobe");
 }
