@@ -77,11 +77,20 @@ pub struct FgraphOps {
     pub retfunc: fn(&FtraceGraphRet, &ShadowStack),
     /// The ftrace_ops registered while this user is: [`GRAPH_OPS`] (the
     /// global filter, skipped while `tracing_on` is 0) or an ops of the
-    /// user's whose callback is [`ftrace_graph_entry_func`].
+    /// user's whose callback is [`ftrace_graph_entry_func`] or calls
+    /// [`ftrace_graph_enter_user`].
     pub ops: &'static FtraceOps,
+    /// What `return_to_handler` calls while this user is registered: None
+    /// for the generic handler, or the user's own, which calls
+    /// [`ftrace_return_to_handler_user`] (see there).
+    pub return_handler: Option<extern "C" fn(u64) -> u64>,
 }
 
 static FGRAPH_OPS: AtomicPtr<FgraphOps> = AtomicPtr::new(core::ptr::null_mut());
+/// The handler [`ftrace_return_to_handler`] jumps to: the registered
+/// user's `return_handler`, or the generic [`ftrace_return_to_handler_any`].
+static FGRAPH_RETURN: AtomicPtr<()> = AtomicPtr::new(GENERIC_RETURN);
+const GENERIC_RETURN: *mut () = ftrace_return_to_handler_any as *mut ();
 /// Set after a corrupted shadow stack: no more hijacking (Linux: kill_ftrace_graph).
 static GRAPH_DEAD: AtomicBool = AtomicBool::new(false);
 
@@ -172,7 +181,15 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
     }
+    // Frames pushed before (by an earlier user) go through the user's
+    // handler too: it hands any return that is not its own to the generic
+    // one.
+    FGRAPH_RETURN.store(
+        ops.return_handler.map_or(GENERIC_RETURN, |h| h as *mut ()),
+        Ordering::SeqCst,
+    );
     if let Err(e) = ftrace::register_ftrace_function(ops.ops) {
+        FGRAPH_RETURN.store(GENERIC_RETURN, Ordering::SeqCst);
         let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
         return Err(e);
@@ -192,6 +209,9 @@ pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
     }
     let _ = ftrace::unregister_ftrace_function(ops.ops);
     let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
+    // A return that still reads the old handler is handled right: it
+    // checks that its user is the registered one.
+    FGRAPH_RETURN.store(GENERIC_RETURN, Ordering::SeqCst);
     let p = ops as *const FgraphOps as *mut FgraphOps;
     let _ =
         FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
@@ -201,6 +221,12 @@ pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
 fn fgraph_ops() -> Option<&'static FgraphOps> {
     // SAFETY: null or a `&'static FgraphOps` stored by register_ftrace_graph.
     unsafe { FGRAPH_OPS.load(Ordering::Acquire).as_ref() }
+}
+
+/// True if `ops` is the registered user.
+#[inline(always)]
+fn fgraph_ops_is(ops: &'static FgraphOps) -> bool {
+    core::ptr::eq(FGRAPH_OPS.load(Ordering::Acquire), ops)
 }
 
 /// function_graph's ftrace_ops callback (Linux: ftrace_graph_func).
@@ -223,23 +249,39 @@ pub extern "C" fn ftrace_graph_func(ip: u64, parent_slot: *mut u64, op: &FtraceO
 
 /// The part of [`ftrace_graph_func`] that runs with `tracing_on` 1.
 extern "C" fn ftrace_graph_enter(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
-    prepare_ftrace_return(ip, parent_slot);
+    if let Some(ops) = fgraph_ops() {
+        prepare_ftrace_return(ip, parent_slot, ops);
+    }
 }
 
 /// The callback of a graph user's own ftrace_ops that wants every call
 /// whatever `tracing_on` (the function profiler's; Linux's fgraph_ops.ops
 /// with ftrace_graph_func).
 pub extern "C" fn ftrace_graph_entry_func(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
-    prepare_ftrace_return(ip, parent_slot);
+    if let Some(ops) = fgraph_ops() {
+        prepare_ftrace_return(ip, parent_slot, ops);
+    }
+}
+
+/// The entry of a user with its own ftrace_ops callback, which calls this
+/// with its own static `ops` (the function_graph tracer's): if `ops` is
+/// the registered user, its `entryfunc` is a direct call, inlined here,
+/// instead of a call through the registered ops (Linux 6.x: the static
+/// call fgraph uses while it has a single user).
+#[inline(always)]
+pub fn ftrace_graph_enter_user(ip: u64, parent_slot: *mut u64, ops: &'static FgraphOps) {
+    if fgraph_ops_is(ops) {
+        prepare_ftrace_return(ip, parent_slot, ops);
+    }
 }
 
 /// Pushes the return address in `*parent_slot` on the task's shadow stack
-/// and replaces it with `return_to_handler` if the tracer wants this call
-/// of the function at `ip` (Linux: prepare_ftrace_return).
+/// and replaces it with `return_to_handler` if `ops`, the registered user,
+/// wants this call of the function at `ip` (Linux: prepare_ftrace_return).
 #[inline(always)]
-fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
+fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64, ops: &FgraphOps) {
     // LAB 4 BEGIN: prepare_ftrace_return (save the return address on the shadow stack, hijack the slot)
-    // LAB 4 STUB: let _ = (ip, parent_slot);
+    // LAB 4 STUB: let _ = (ip, parent_slot, ops);
     // LAB 4 STUB: // Only the first call panics; the calls the panic makes on its way are not traced.
     // LAB 4 STUB: if GRAPH_DEAD.swap(true, Ordering::SeqCst) {
     // LAB 4 STUB:     return;
@@ -259,7 +301,7 @@ fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
     // so the slot stays valid, and only this task (with preemption off)
     // writes it now.
     let old = unsafe { parent_slot.read() };
-    if function_graph_enter(old, ip, slot) {
+    if function_graph_enter(old, ip, slot, ops) {
         // SAFETY: as above.
         unsafe { parent_slot.write(return_to_handler_addr()) };
     }
@@ -268,23 +310,28 @@ fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64) {
 }
 
 /// Pushes a frame for `func`, whose return address `ret` sits in slot
-/// `retp`, and asks the user whether to trace it. True: the caller must
-/// now replace `*retp` with `return_to_handler` (Linux:
+/// `retp`, and asks the user `ops` whether to trace it. True: the caller
+/// must now replace `*retp` with `return_to_handler` (Linux:
 /// function_graph_enter_regs + ftrace_push_return_trace). The caller holds
 /// the recursion lock, so preemption is off.
 #[inline(always)]
-pub fn function_graph_enter(ret: u64, func: u64, retp: u64) -> bool {
+pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> bool {
     // LAB 4 BEGIN: function_graph_enter (push a shadow frame, ask the tracer)
-    // LAB 4 STUB: let _ = (ret, func, retp);
+    // LAB 4 STUB: let _ = (ret, func, retp, ops);
     // LAB 4 STUB: unimplemented!("lab 4: function_graph_enter: push a frame on the task's shadow stack")
-    let Some(ops) = fgraph_ops() else {
-        return false;
-    };
     let Some(task) = crate::sched::current() else {
         return false;
     };
     let rs = &task.ret_stack;
-    let Some((idx, calltime)) = rs.push(ret, func, retp, super::trace::trace_clock) else {
+    // The clock read is inlined (as a plain closure or the function item,
+    // the compiler calls it once the user's hook is inlined too).
+    let Some((idx, calltime)) = rs.push(
+        ret,
+        func,
+        retp,
+        #[inline(always)]
+        || super::trace::trace_clock(),
+    ) else {
         return false;
     };
     let trace = FtraceGraphEnt {
@@ -374,15 +421,49 @@ fn rethook_return(retp: u64) -> Option<u64> {
 /// Called by `return_to_handler` when a hijacked function returns, with
 /// `retp` = the slot its `ret` used. Pops the frame, reports the return and
 /// gives back the real return address (Linux: ftrace_return_to_handler).
-/// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name. A
-/// kretprobe's frame goes to its rethook handler instead.
+/// `return_to_handler` (arch/x86_64/fgraph.rs) calls it by this name.
+///
+/// It jumps to the registered user's own handler if it has one (the
+/// function_graph tracer's: its hooks are then direct calls), or to the
+/// generic one, [`ftrace_return_to_handler_any`]; arguments untouched.
+#[unsafe(naked)]
 #[no_mangle]
 pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
+    core::arch::naked_asm!(
+        "jmp qword ptr [rip + {handler}]",
+        handler = sym FGRAPH_RETURN,
+    )
+}
+
+/// The generic return handler: reports to whichever user is registered,
+/// through its ops.
+extern "C" fn ftrace_return_to_handler_any(retp: u64) -> u64 {
+    ftrace_return_to_handler_for(retp, fgraph_ops())
+}
+
+/// The return handler of a user with its own (its `return_handler`, which
+/// calls this with its own static `ops`): while `ops` is the registered
+/// user its `retfunc` is a direct call, inlined here; otherwise the
+/// generic handler runs.
+#[inline(always)]
+pub fn ftrace_return_to_handler_user(retp: u64, ops: &'static FgraphOps) -> u64 {
+    if fgraph_ops_is(ops) {
+        ftrace_return_to_handler_for(retp, Some(ops))
+    } else {
+        ftrace_return_to_handler_any(retp)
+    }
+}
+
+/// Pops the frame for slot `retp`, reports the return to `ops` (the
+/// registered user, if any) and gives back the real return address. A
+/// kretprobe's frame goes to its rethook handler instead.
+#[inline(always)]
+fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     if let Some(ret) = rethook_return(retp) {
         return ret;
     }
     // LAB 4 BEGIN: ftrace_return_to_handler (pop the shadow frame, report the return, give back the real address)
-    // LAB 4 STUB: let _ = retp;
+    // LAB 4 STUB: let _ = (retp, ops);
     // LAB 4 STUB: ftrace_graph_stop();
     // LAB 4 STUB: unimplemented!("lab 4: ftrace_return_to_handler: pop the shadow frame whose slot is retp")
     let task = crate::sched::current();
@@ -411,7 +492,7 @@ pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
     };
     let rs = &task.as_ref().expect("checked above").ret_stack;
     let rettime = super::trace::trace_clock();
-    if let Some(ops) = fgraph_ops() {
+    if let Some(ops) = ops {
         if let Some(bit) = recursion::trylock(recursion::FTRACE_START) {
             let trace = FtraceGraphRet {
                 func: frame.func,

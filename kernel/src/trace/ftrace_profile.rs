@@ -49,6 +49,7 @@ static FPROFILER_OPS: FgraphOps = FgraphOps {
     entryfunc: profile_graph_entry,
     retfunc: profile_graph_return,
     ops: &PROFILE_OPS,
+    return_handler: None,
 };
 
 /// The statistics: `nr_cpus` rows of one record per call site, made at

@@ -36,7 +36,7 @@ use tracer::output::TracerOutput;
 
 use super::control::{self, Tracer};
 use super::fgraph::{self, task_bits, FgraphOps, FtraceGraphEnt, FtraceGraphRet, ShadowStack};
-use super::ftrace::FtraceHash;
+use super::ftrace::{FtraceHash, FtraceOps};
 use super::global_ops::{self, RecordNames};
 use super::trace::{global_trace, trace_buffer_write_at, trace_entry_word};
 use crate::fs::tracefs::{self, parse_ulong, Dentry, EditFile, TRACE_MODE_WRITE};
@@ -138,13 +138,19 @@ pub(super) fn graph_user_return_finish(trace: &FtraceGraphRet, rs: &ShadowStack)
 /// set_graph_notrace call (no task bit set), every test of
 /// [`trace_graph_entry_filtered`] passes (a depth is never negative), so
 /// the event is recorded straight away.
+#[inline(always)]
 fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
     if !GRAPH_SLOW.load(Ordering::Relaxed)
         && rs.bits.load(Ordering::Relaxed) == 0
         && trace.depth >= 0
-        && super::functions::pid_allowed()
     {
-        return trace_graph_record_entry(trace);
+        // The pid filter and the recording read the same trace array.
+        let Some(tr) = global_trace() else {
+            return false;
+        };
+        if tr.function.pid_allowed() {
+            return trace_graph_record_entry_tr(tr, trace);
+        }
     }
     trace_graph_entry_filtered(trace, rs)
 }
@@ -183,13 +189,19 @@ fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool 
 /// Records the entry event (the end of Linux's trace_graph_entry).
 #[inline(always)]
 fn trace_graph_record_entry(trace: &FtraceGraphEnt) -> bool {
+    let Some(tr) = global_trace() else {
+        return false;
+    };
+    trace_graph_record_entry_tr(tr, trace)
+}
+
+/// [`trace_graph_record_entry`] in `tr`, the top level's trace array.
+#[inline(always)]
+fn trace_graph_record_entry_tr(tr: &super::trace::TraceArray, trace: &FtraceGraphEnt) -> bool {
     // Linux returns 0 when the ring buffer refuses the event (recording off).
     if !control::tracing_is_on() {
         return false;
     }
-    let Some(tr) = global_trace() else {
-        return false;
-    };
     // Recorded at the call time already read; the encoder writes every
     // byte, so the payload needs no clearing first. The header word is
     // sampled after the reservation (see function_trace_record).
@@ -258,6 +270,7 @@ pub(super) fn trace_graph_function(tr: &super::trace::TraceArray, ip: u64) {
 }
 
 /// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).
+#[inline(always)]
 fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
     // Linux: ftrace_graph_addr_finish.
     let bits = rs.bits.load(Ordering::Relaxed);
@@ -291,12 +304,34 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
     });
 }
 
-/// This tracer's hooks in the graph core (Linux: funcgraph_ops).
+/// This tracer's hooks in the graph core (Linux: funcgraph_ops). Its own
+/// ftrace_ops callback and return handler name this static, so the core
+/// calls the two hooks directly (inlined) rather than through it.
 static FUNCGRAPH_OPS: FgraphOps = FgraphOps {
     entryfunc: trace_graph_entry,
     retfunc: trace_graph_return,
-    ops: &fgraph::GRAPH_OPS,
+    ops: &FUNCGRAPH_FTRACE_OPS,
+    return_handler: Some(funcgraph_return_to_handler),
 };
+
+/// The ftrace_ops through which this tracer gets every function entry:
+/// as the core's `GRAPH_OPS` (the global filter, skipped while
+/// `tracing_on` is 0), with this tracer's own callback.
+static FUNCGRAPH_FTRACE_OPS: FtraceOps = FtraceOps::new("function_graph", funcgraph_entry)
+    .gated(&control::TRACING_ON)
+    .with_hash(&global_ops::GLOBAL_HASH);
+
+/// [`FUNCGRAPH_FTRACE_OPS`]' callback: the graph core's entry with
+/// [`trace_graph_entry`] called directly.
+extern "C" fn funcgraph_entry(ip: u64, parent_slot: *mut u64, _op: &FtraceOps) {
+    fgraph::ftrace_graph_enter_user(ip, parent_slot, &FUNCGRAPH_OPS);
+}
+
+/// `return_to_handler`'s handler while this tracer is registered: the
+/// graph core's with [`trace_graph_return`] called directly.
+extern "C" fn funcgraph_return_to_handler(retp: u64) -> u64 {
+    fgraph::ftrace_return_to_handler_user(retp, &FUNCGRAPH_OPS)
+}
 
 fn graph_trace_init(_tr: &super::trace::TraceArray) -> Result<(), Errno> {
     // graph_ops wants what set_ftrace_filter/notrace select (Linux's

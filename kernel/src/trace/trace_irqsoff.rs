@@ -120,6 +120,7 @@ static IRQSOFF_FGRAPH_OPS: FgraphOps = FgraphOps {
     entryfunc: irqsoff_graph_entry,
     retfunc: irqsoff_graph_return,
     ops: &fgraph::GRAPH_OPS,
+    return_handler: None,
 };
 static IRQSOFF_FUNCTION: LatencyFunction = LatencyFunction::new(
     &IRQSOFF_OPS,

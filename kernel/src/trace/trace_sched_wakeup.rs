@@ -98,6 +98,7 @@ static WAKEUP_FGRAPH_OPS: FgraphOps = FgraphOps {
     entryfunc: wakeup_graph_entry,
     retfunc: wakeup_graph_return,
     ops: &fgraph::GRAPH_OPS,
+    return_handler: None,
 };
 static WAKEUP_FUNCTION: LatencyFunction =
     LatencyFunction::new(&WAKEUP_OPS, &WAKEUP_INSTANCE_OPS, &WAKEUP_FGRAPH_OPS, false);
