@@ -29,7 +29,8 @@
 //!   `sleep-time` option: when it is off, the time a task spends switched
 //!   out is taken out of the durations of the calls it has in progress.
 //!
-//! Entry. `ftrace_caller` calls [`ftrace_graph_func`] with `parent_slot`,
+//! Entry. `ftrace_caller` calls [`ftrace_graph_func`] (or a user's own
+//! callback, see [`ftrace_graph_enter_user`]) with `parent_slot`,
 //! the address of the stack slot that holds the traced function's return
 //! address (see arch/x86_64/fgraph.rs for where that slot is in each
 //! build). [`prepare_ftrace_return`] saves the old value on the task's
@@ -436,32 +437,51 @@ pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
 }
 
 /// The generic return handler: reports to whichever user is registered,
-/// through its ops.
+/// through its ops, under the recursion lock (a user's `retfunc` may call
+/// traced functions, whose entries the lock then refuses). A return met
+/// while the lock is taken is still popped, only not reported.
 extern "C" fn ftrace_return_to_handler_any(retp: u64) -> u64 {
-    ftrace_return_to_handler_for(retp, fgraph_ops())
+    if let Some(ret) = rethook_return(retp) {
+        return ret;
+    }
+    let bit = recursion::trylock(recursion::FTRACE_START);
+    let ret = ftrace_return_to_handler_for(retp, bit.and(fgraph_ops()));
+    if let Some(bit) = bit {
+        recursion::unlock(bit);
+    }
+    ret
 }
 
 /// The return handler of a user with its own (its `return_handler`, which
 /// calls this with its own static `ops`): while `ops` is the registered
 /// user its `retfunc` is a direct call, inlined here; otherwise the
 /// generic handler runs.
+///
+/// Only for a user whose `retfunc` runs notrace code alone (the
+/// function_graph tracer's: kernel::trace and the tracer crate): nothing
+/// it runs can re-enter the tracer, so it takes no recursion lock, as
+/// Linux's ftrace_return_to_handler takes none; preemption stays off for
+/// the per-CPU buffer.
 #[inline(always)]
 pub fn ftrace_return_to_handler_user(retp: u64, ops: &'static FgraphOps) -> u64 {
-    if fgraph_ops_is(ops) {
-        ftrace_return_to_handler_for(retp, Some(ops))
-    } else {
-        ftrace_return_to_handler_any(retp)
+    if !fgraph_ops_is(ops) {
+        return ftrace_return_to_handler_any(retp);
     }
-}
-
-/// Pops the frame for slot `retp`, reports the return to `ops` (the
-/// registered user, if any) and gives back the real return address. A
-/// kretprobe's frame goes to its rethook handler instead.
-#[inline(always)]
-fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     if let Some(ret) = rethook_return(retp) {
         return ret;
     }
+    crate::sched::preempt_disable_notrace();
+    let ret = ftrace_return_to_handler_for(retp, Some(ops));
+    crate::sched::preempt_enable_notrace();
+    ret
+}
+
+/// Pops the frame for slot `retp`, reports the return to `ops` (the
+/// registered user, if any) and gives back the real return address. The
+/// caller keeps preemption off, and holds the recursion lock if the
+/// user's `retfunc` may call traced functions.
+#[inline(always)]
+fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     // LAB 4 BEGIN: ftrace_return_to_handler (pop the shadow frame, report the return, give back the real address)
     // LAB 4 STUB: let _ = (retp, ops);
     // LAB 4 STUB: ftrace_graph_stop();
@@ -493,17 +513,14 @@ fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     let rs = &task.as_ref().expect("checked above").ret_stack;
     let rettime = super::trace::trace_clock();
     if let Some(ops) = ops {
-        if let Some(bit) = recursion::trylock(recursion::FTRACE_START) {
-            let trace = FtraceGraphRet {
-                func: frame.func,
-                depth: idx as i32,
-                overrun: rs.overrun(),
-                calltime: frame.calltime,
-                rettime,
-            };
-            (ops.retfunc)(&trace, rs);
-            recursion::unlock(bit);
-        }
+        let trace = FtraceGraphRet {
+            func: frame.func,
+            depth: idx as i32,
+            overrun: rs.overrun(),
+            calltime: frame.calltime,
+            rettime,
+        };
+        (ops.retfunc)(&trace, rs);
     }
     rs.release(idx);
     frame.ret

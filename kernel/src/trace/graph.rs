@@ -272,18 +272,22 @@ pub(super) fn trace_graph_function(tr: &super::trace::TraceArray, ip: u64) {
 /// The return hook (Linux: trace_graph_return / trace_graph_thresh_return).
 #[inline(always)]
 fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
-    // Linux: ftrace_graph_addr_finish.
     let bits = rs.bits.load(Ordering::Relaxed);
-    if bits & task_bits::GRAPH != 0 && trace.depth == rs.graph_depth.load(Ordering::Relaxed) {
-        rs.bits.fetch_and(!task_bits::GRAPH, Ordering::Relaxed);
-    }
-    if bits & task_bits::NOTRACE != 0 {
-        rs.bits.fetch_and(!task_bits::NOTRACE, Ordering::Relaxed);
-        return;
-    }
-    let thresh = super::max_trace::tracing_thresh();
-    if !tracer::graph::thresh_records_return(thresh, trace.calltime, trace.rettime) {
-        return;
+    // Fast path as at entry: no task bit and no filter (so no
+    // tracing_thresh either) leaves nothing to test.
+    if bits != 0 || GRAPH_SLOW.load(Ordering::Relaxed) {
+        // Linux: ftrace_graph_addr_finish.
+        if bits & task_bits::GRAPH != 0 && trace.depth == rs.graph_depth.load(Ordering::Relaxed) {
+            rs.bits.fetch_and(!task_bits::GRAPH, Ordering::Relaxed);
+        }
+        if bits & task_bits::NOTRACE != 0 {
+            rs.bits.fetch_and(!task_bits::NOTRACE, Ordering::Relaxed);
+            return;
+        }
+        let thresh = super::max_trace::tracing_thresh();
+        if !tracer::graph::thresh_records_return(thresh, trace.calltime, trace.rettime) {
+            return;
+        }
     }
     if !control::tracing_is_on() {
         return;

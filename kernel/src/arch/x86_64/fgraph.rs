@@ -3,8 +3,9 @@
 //! the stack layout `prepare_ftrace_return` in arch/x86/kernel/ftrace.c
 //! relies on). The generic part is kernel/src/trace/fgraph.rs.
 //!
-//! Entry. `ftrace_caller` calls the graph tracer's `ftrace_graph_func`
-//! with `parent_slot`, the address of the stack slot that holds the traced
+//! Entry. `ftrace_caller` calls the graph user's callback (the core's
+//! `ftrace_graph_func`, or the function_graph tracer's own) with
+//! `parent_slot`, the address of the stack slot that holds the traced
 //! function's return address. In the mcount build that slot is at the
 //! traced function's frame pointer + 8 (the `call mcount` comes after
 //! `push rbp; mov rbp, rsp`); in the fentry build it is just above
