@@ -629,3 +629,64 @@ print fmt: \"(%lx <- %lx) arg1=0x%Lx\", REC->__probe_func, REC->__probe_ret_ip, 
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }
+
+#[test]
+fn group_files_and_set_event() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(
+        echo(
+            &mut k,
+            &format!("p:a {STACK_FN} lvl=$arg2:u32"),
+            "kprobe_events"
+        ),
+        ""
+    );
+    assert_eq!(
+        echo(&mut k, &format!("r:b {STACK_FN} $retval"), "kprobe_events"),
+        ""
+    );
+    // The group is an event system: its own enable and filter.
+    let ls = clean(&k.run(&format!("ls {T}/events/kprobes")));
+    let names: Vec<&str> = ls.lines().map(str::trim).collect();
+    assert_eq!(names, ["a", "b", "enable", "filter"], "{ls}");
+    assert_eq!(cat(&mut k, "events/kprobes/enable"), "0\n");
+    // set_event names probe events as GROUP:EVENT, newest first.
+    assert_eq!(echo(&mut k, "kprobes:a", "set_event"), "");
+    assert_eq!(cat(&mut k, "set_event"), "kprobes:a\n");
+    assert_eq!(cat(&mut k, "events/kprobes/enable"), "X\n");
+    assert_eq!(cat(&mut k, "events/kprobes/a/enable"), "1\n");
+    assert_eq!(echo(&mut k, "kprobes:*", "set_event"), "");
+    assert_eq!(cat(&mut k, "set_event"), "kprobes:b\nkprobes:a\n");
+    assert_eq!(cat(&mut k, "events/kprobes/enable"), "1\n");
+    // Removing an enabled probe: EBUSY.
+    assert!(echo(&mut k, "-:a", "kprobe_events").contains("Device or resource busy"));
+    // The group's filter reaches each event it compiles for.
+    assert_eq!(
+        k.run(&format!("echo 'lvl == 1' > {T}/events/kprobes/filter")),
+        ""
+    );
+    assert_eq!(cat(&mut k, "events/kprobes/a/filter"), "lvl == 1\n");
+    assert!(cat(&mut k, "events/kprobes/b/filter")
+        .contains("parse_error: Couldn't find or set field in one of a subsystem's events"));
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    clean(&k.run("work stack 3"));
+    let lines = events(&mut k, "a");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].ends_with(" lvl=1"), "{}", lines[0]);
+    assert_eq!(events(&mut k, "b").len(), 4);
+    assert_eq!(k.run(&format!("echo 0 > {T}/events/kprobes/filter")), "");
+    assert_eq!(cat(&mut k, "events/kprobes/a/filter"), "none\n");
+    // The group's enable switches them all off; `!` in set_event too.
+    assert_eq!(echo(&mut k, "1", "events/kprobes/enable"), "");
+    assert_eq!(echo(&mut k, "!kprobes:b", "set_event"), "");
+    assert_eq!(cat(&mut k, "set_event"), "kprobes:a\n");
+    assert_eq!(k.run(&format!("echo 0 > {T}/events/kprobes/enable")), "");
+    assert_eq!(cat(&mut k, "set_event"), "");
+    assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
+    assert!(clean(&k.run(&format!("ls {T}/events")))
+        .lines()
+        .all(|l| l.trim() != "kprobes"));
+    assert!(echo(&mut k, "kprobes:a", "set_event").contains("Invalid argument"));
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}

@@ -52,8 +52,8 @@ use crate::fs::{Errno, OpenFile, OpenFlags};
 fn enableable(tr: &TraceArray) -> (Vec<&TraceEventFile>, Vec<(&'static str, &'static str)>) {
     let files: Vec<_> = tr
         .events
-        .files()
-        .iter()
+        .all_files()
+        .into_iter()
         .filter(|f| f.call.system != "ftrace")
         .collect();
     let names = files.iter().map(|f| (f.call.system, f.call.name)).collect();
@@ -176,6 +176,22 @@ fn fixed_file(
     })
 }
 
+/// Creates `enable` and `filter` in the directory `sys` of `tr`'s event
+/// system `system` (for a system of events made at run time too: a probe
+/// event's group).
+pub fn create_system_files(
+    tr: &Arc<TraceArray>,
+    sys: &Dentry,
+    system: &'static str,
+) -> Result<(), Errno> {
+    let t = tr.clone();
+    tracefs::create_file(sys, "enable", TRACE_MODE_WRITE, move |_| {
+        system_enable_open(&t, Some(system))
+    })?;
+    event_filter::create_system_filter_file(tr, sys, system)?;
+    Ok(())
+}
+
 /// Creates, in `tr`'s directory `dir`, `set_event`, the pid files, the
 /// `enable` files of `events/` and its systems, and the `filter` and
 /// `trigger` files. Run by [`super::events::init_tr`] after it made
@@ -210,11 +226,7 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         super::trigger::create_trigger_file(&d, tr, index)?;
         super::hist::create_hist_file(&d, tr, index)?;
         if systems.insert(system) {
-            let t = tr.clone();
-            tracefs::create_file(&sys, "enable", TRACE_MODE_WRITE, move |_| {
-                system_enable_open(&t, Some(system))
-            })?;
-            event_filter::create_system_filter_file(tr, &sys, system)?;
+            create_system_files(tr, &sys, system)?;
         }
     }
     // ftrace/print (made with the other internal formats) fires on

@@ -214,7 +214,8 @@ pub fn apply_subsystem_event_filter(
     let w = parse_filter_write(buf)?;
     let guard = event_mutex();
     let mut old = Vec::new();
-    let files = || tr.events.files().iter().filter(|f| f.call.system == system);
+    let all = tr.events.all_files();
+    let files = || all.iter().copied().filter(|f| f.call.system == system);
     match w {
         FilterWrite::Clear => old.extend(files().filter_map(clear_filter)),
         FilterWrite::Set(text) => {

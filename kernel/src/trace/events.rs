@@ -518,6 +518,10 @@ pub struct TrEvents {
     files: Once<Box<[TraceEventFile]>>,
     /// `set_event_pid`, `set_event_notrace_pid`, `event-fork`.
     pub pid: TrEventPid,
+    /// The files of the events made at run time (probe events) in this
+    /// array, oldest first; their maker adds and removes them, under the
+    /// event mutex (Linux: their `trace_event_file`s on `tr->events`).
+    dynamic: Mutex<alloc::vec::Vec<&'static TraceEventFile>>,
 }
 
 impl Default for TrEvents {
@@ -532,7 +536,28 @@ impl TrEvents {
         TrEvents {
             files: Once::new(),
             pid: TrEventPid::new(),
+            dynamic: Mutex::new(alloc::vec::Vec::new()),
         }
+    }
+
+    /// Adds the file of an event made at run time (see [`Self::all_files`]).
+    pub fn add_dynamic(&self, file: &'static TraceEventFile) {
+        self.dynamic.lock().push(file);
+    }
+
+    /// Removes the file of an event made at run time.
+    pub fn remove_dynamic(&self, file: &TraceEventFile) {
+        self.dynamic.lock().retain(|f| !core::ptr::eq(*f, file));
+    }
+
+    /// Every event's file: those made at run time first, newest first (as
+    /// Linux adds them at the head of `tr->events`), then the declared
+    /// ones in [`event_calls`] order.
+    pub fn all_files(&self) -> alloc::vec::Vec<&TraceEventFile> {
+        let mut v: alloc::vec::Vec<&TraceEventFile> =
+            self.dynamic.lock().iter().rev().map(|f| &**f).collect();
+        v.extend(self.files().iter());
+        v
     }
 
     /// The files, in [`event_calls`] order (none before [`init_tr`]).

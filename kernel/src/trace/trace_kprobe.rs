@@ -39,8 +39,10 @@
 //! `rax`, `rdx`, the return address and the stack pointer: the other
 //! registers read 0 in a return probe's arguments.
 //!
-//! Not here yet: probe events in instances; the `events/kprobes/enable`
-//! and `filter` files of the group.
+//! A group is an event system: `events/GROUP/{enable,filter}` act on its
+//! probe events, and `set_event` names them as `GROUP:EVENT`.
+//!
+//! Not here yet: probe events in instances.
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -556,8 +558,17 @@ fn make_event(
 ) -> Result<Arc<ProbeEventFile>, Errno> {
     let tr = global_trace_arc().ok_or(Errno::ENODEV)?;
     let events_dir = tracefs::lookup(&tracefs::root(), "events").ok_or(Errno::ENODEV)?;
-    let group_dir = tracefs::get_or_create_dir(&events_dir, &probe.group)?;
+    let new_group = tracefs::lookup(&events_dir, &probe.group).is_none();
     let ev = registry::register(probe)?;
+    let group_dir = tracefs::get_or_create_dir(&events_dir, ev.call.system)?;
+    if new_group {
+        // A new group is an event system with its own `enable` and
+        // `filter` (Linux: `event_subsystem_dir`).
+        if let Err(e) = super::event_files::create_system_files(&tr, &group_dir, ev.call.system) {
+            tracefs::unlink_instance_dir(&events_dir, ev.call.system);
+            return Err(e);
+        }
+    }
     let file: &'static TraceEventFile = Box::leak(Box::new(TraceEventFile::new_dynamic(
         &ev.call,
         kprobe_event_reg,
@@ -582,8 +593,13 @@ fn make_event(
     })();
     if let Err(e) = made {
         tracefs::unlink_instance_dir(&group_dir, ev.call.name);
+        if new_group {
+            tracefs::unlink_instance_dir(&events_dir, ev.call.system);
+        }
         return Err(e);
     }
+    // `set_event` and the group's files see it.
+    tr.events.add_dynamic(file);
     Ok(Arc::new(ProbeEventFile {
         ev,
         file,
@@ -614,8 +630,10 @@ fn remove_one(
         // Its triggers may hold other events soft-enabled. (Its filter
         // stays with the file, which nothing uses any more.)
         super::trigger::clear_file_triggers(guard, ev.file);
+        ev.file.tr().events.remove_dynamic(ev.file);
         tracefs::unlink_instance_dir(&ev.group_dir, ev.ev.call.name);
-        if tracefs::is_empty_dir(&ev.group_dir) {
+        let group = ev.ev.call.system;
+        if !list.iter().any(|t| t.tp.group == group) {
             if let Some(events_dir) = tracefs::lookup(&tracefs::root(), "events") {
                 tracefs::unlink_instance_dir(&events_dir, ev.ev.call.system);
             }
