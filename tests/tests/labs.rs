@@ -1,7 +1,7 @@
 //! The course labs (labs/): every lab's grader gives full marks on this
 //! tree, and 0 on a starter tree made by `labs/make-starter`, where every
 //! test fails because it reached the lab's stub (its `lab N:` message is
-//! in the test's failure text).
+//! in the test's failure text), and the starter builds without warnings.
 //!
 //! Cost: the starters are two trees, one with the host labs 1 and 3 (no
 //! kernel build: lab 1's kernel test only runs once its host tests pass)
@@ -146,6 +146,29 @@ fn check_starter(lab: u32, tree: &Path) {
     }
 }
 
+/// The warnings of building `tree` with `cmd` (run in `tree`): a starter
+/// builds clean, so a student's first warning is about their own code.
+/// The graders built the tree just before, so this only replays cargo's
+/// cached diagnostics.
+fn build_warnings(tree: &Path, cmd: &str, args: &[&str]) -> Vec<String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(tree)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} in {} failed:\n{stderr}",
+        tree.display()
+    );
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("warning"))
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn labs_grade_full_on_reference_and_zero_on_starters() {
     for lab in 1..=5 {
@@ -157,8 +180,25 @@ fn labs_grade_full_on_reference_and_zero_on_starters() {
     for lab in [1, 3] {
         check_starter(lab, &host);
     }
+    let warnings = build_warnings(
+        &host,
+        "cargo",
+        &["build", "--release", "-p", "build-tools", "-p", "tracer"],
+    );
+    assert!(
+        warnings.is_empty(),
+        "the starter of labs 1 and 3 builds with warnings:\n{}",
+        warnings.join("\n")
+    );
     let kernel = starter("2,4,5");
     for lab in [2, 4, 5] {
         check_starter(lab, &kernel);
     }
+    let qemu = kernel.join("qemu.sh");
+    let warnings = build_warnings(&kernel, qemu.to_str().unwrap(), &["--build-only"]);
+    assert!(
+        warnings.is_empty(),
+        "the starter of labs 2, 4 and 5 builds with warnings:\n{}",
+        warnings.join("\n")
+    );
 }

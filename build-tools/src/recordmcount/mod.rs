@@ -435,6 +435,7 @@ impl<'a> Object<'a> {
     /// Every relocation against a profiling symbol in an executable section.
     fn mcount_refs(&self) -> Result<Vec<McountRef>> {
         // LAB 1 BEGIN: mcount_refs (every relocation against mcount or __fentry__ in an executable section)
+        // LAB 1 STUB: let _ = Self::is_mcount_symbol; // yours to call
         // LAB 1 STUB: unimplemented!("lab 1: Object::mcount_refs: list the relocations against mcount/__fentry__ in executable sections")
         let mut refs = Vec::new();
         for index in 1..self.sections.len() {
@@ -588,6 +589,8 @@ fn scan_mcount(obj: &Object<'_>, opts: &Options, plan: &mut Plan) -> Result<()> 
     }
     // LAB 1 BEGIN: scan_mcount (check each `call mcount`, record it or NOP it out)
     // LAB 1 STUB: let _ = (opts, plan);
+    // LAB 1 STUB: // The fields of a reference that your code reads:
+    // LAB 1 STUB: let _ = |r: McountRef| (r.rela_section, r.rela_index, r.r_type, r.r_addend, r.r_sym);
     // LAB 1 STUB: unimplemented!("lab 1: scan_mcount: check each call mcount of obj.mcount_refs(), record it in plan or NOP it out")
     for r in obj.mcount_refs()? {
         let section = obj.section_name(r.text);

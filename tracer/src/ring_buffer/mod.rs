@@ -93,6 +93,10 @@
 //! assert_eq!(e.data, [42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 //! ```
 
+// LAB 3 BEGIN: nothing to write here (in the starter, the helpers that only your code calls do not warn)
+// LAB 3 STUB: #![allow(dead_code, unused_macros)]
+// LAB 3 END
+
 #[macro_use]
 mod sync;
 mod cpu;
