@@ -160,7 +160,7 @@ static KCB: [Kcb; MAX_CPUS] = [const {
 /// Installs the breakpoint and debug handlers. Called once at boot.
 pub fn init() {
     crate::arch::traps::set_kprobe_hooks(kprobe_int3_handler, kprobe_debug_handler);
-    crate::trace::ftrace::set_ftrace_regs_hook(kprobe_ftrace_handler);
+    crate::trace::ftrace::set_ftrace_regs_hook(kprobe_ftrace_handler, &KPROBE_FTRACE_OPS);
 }
 
 // ---------------------------------------------------------------------------
@@ -338,7 +338,7 @@ fn kprobe_debug_handler(regs: &mut PtRegs) -> bool {
 /// A pre-handler that returns true has set `regs.rip` itself. Interrupts may
 /// be on here; preemption is off for the handlers, and a hit while this CPU
 /// is in a probe's handler counts as missed.
-fn kprobe_ftrace_handler(ip: u64, regs: &mut PtRegs) {
+extern "C" fn kprobe_ftrace_handler(ip: u64, regs: &mut PtRegs) {
     percpu::this_cpu_preempt_inc();
     if let Some(site) = get_site_preempt_off(ip) {
         if site.arch.is_none() {
@@ -353,10 +353,26 @@ fn kprobe_ftrace_handler(ip: u64, regs: &mut PtRegs) {
                 kcb.status.store(KPROBE_HIT_ACTIVE, Ordering::Relaxed);
                 let resume = regs.rip;
                 regs.rip = ip + 1;
-                if !pre_handlers(site, regs) {
+                // One probe (the usual case): its handlers without the
+                // aggregate's walks.
+                let skipped = match site.probes.as_slice() {
+                    [p] if p.is_disabled() => false,
+                    [p] => p.pre_handler.is_some_and(|h| h(p, regs)),
+                    _ => pre_handlers(site, regs),
+                };
+                if !skipped {
                     regs.rip = resume;
                     kcb.status.store(KPROBE_HIT_SSDONE, Ordering::Relaxed);
-                    post_handlers(site, regs);
+                    match site.probes.as_slice() {
+                        [p] => {
+                            if let Some(h) = p.post_handler {
+                                if !p.is_disabled() {
+                                    h(p, regs);
+                                }
+                            }
+                        }
+                        _ => post_handlers(site, regs),
+                    }
                 }
                 reset_current(kcb);
             }

@@ -64,7 +64,7 @@ Commands:
                            text: the bytes)
   fail_function FUNC N     the next N calls of FUNC (register_ftrace_function,
                            ftrace_update) fail with ENOMEM (tests of error paths)
-  bench [steps|read|allcpu] cost of tracing per call/event/site (BENCHMARKS.md)
+  bench [steps|read|kprobe|allcpu] cost of tracing per call/event/site (BENCHMARKS.md)
   trace-export             send the trace buffers to the host over COM2 (ktrace)
 Operators: CMD | CMD ...,  > FILE,  >> FILE.  Ctrl-C interrupts a command.
 Tracing: cd /tracing; cat README

@@ -937,6 +937,81 @@ fn kretprobe_pair(tr: &TraceArray) -> Result<(u64, u64), String> {
     r
 }
 
+/// Instructions a probe event on the leaf's function-tracing call site
+/// adds to a call of the leaf (`kprobe_events`' `p:` at the site's offset:
+/// kprobes on ftrace, through `ftrace_regs_caller` and the kprobe ops, no
+/// int3), event enabled and recorded, no fetch argument; over the same
+/// call unprobed (the site a NOP). The site must call the trampoline while
+/// the event is on and be the NOP again after.
+fn kprobe_ftrace_hit(tr: &TraceArray) -> Result<(u64, u64), String> {
+    use super::events::trace_event_enable_disable;
+    let i = leaf_record().ok_or_else(|| String::from("ktrace_bench_leaf has no call site"))?;
+    let start = ktrace_bench_leaf as *const () as u64;
+    let off = ftrace::records()[i].ip - start;
+    let file = super::trace_kprobe::bench_define_at("ktrace_bench_leaf", off, false)?;
+    crate::sched::preempt_disable();
+    let r = expect_site(false).and_then(|_| {
+        let off = call_cost(ktrace_bench_leaf, &mut || {});
+        trace_event_enable_disable(file, true)
+            .map_err(|e| format!("enable bench_kprobe: {:?}", e))
+            .and_then(|_| expect_site(true))
+            .and_then(|_| {
+                let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
+                let got = this_cpu_entries(tr);
+                if got != N {
+                    Err(format!(
+                        "{} events recorded for {} calls, expected {}",
+                        got, N, N
+                    ))
+                } else {
+                    Ok((on.saturating_sub(off), N))
+                }
+            })
+    });
+    let _ = trace_event_enable_disable(file, false);
+    crate::sched::preempt_enable();
+    super::trace_kprobe::bench_remove();
+    tr.buffer.reset();
+    r.and_then(|v| expect_site(false).map(|_| v))
+}
+
+/// Instructions a bare probe (a pre-handler that returns at once) on the
+/// leaf's function-tracing call site adds to a call of the leaf: the
+/// kprobes-on-ftrace path alone (`ftrace_regs_caller`, the kprobe ops, the
+/// core's handler), as [`kprobe_int3_bare`] is for the int3 path.
+fn kprobe_ftrace_bare() -> Result<(u64, u64), String> {
+    fn nop(_: &crate::kprobes::Kprobe, _: &mut crate::kprobes::PtRegs) -> bool {
+        false
+    }
+    let i = leaf_record().ok_or_else(|| String::from("ktrace_bench_leaf has no call site"))?;
+    let kp = alloc::sync::Arc::new(crate::kprobes::Kprobe::new(
+        ftrace::records()[i].ip,
+        Some(nop),
+        None,
+        0,
+    ));
+    crate::kprobes::register_kprobe(kp.clone())
+        .map_err(|e| format!("register at the leaf's site: {:?}", e))?;
+    crate::sched::preempt_disable();
+    let r = expect_site(true).map(|_| call_cost(ktrace_bench_leaf, &mut || {}));
+    crate::kprobes::unregister_kprobe(&kp);
+    let off = call_cost(ktrace_bench_leaf, &mut || {});
+    crate::sched::preempt_enable();
+    let on = r?;
+    expect_site(false)?;
+    Ok((on.saturating_sub(off), N))
+}
+
+/// The kprobe rows alone (`bench kprobe`).
+fn kprobe_rows(rep: &mut Report, tr: &TraceArray) {
+    rep.result("kprobe_int3_bare", kprobe_int3_bare());
+    rep.result("kprobe_hit", kprobe_hit(tr, false));
+    rep.result("kprobe_hit_one_arg", kprobe_hit(tr, true));
+    rep.result("kretprobe_pair", kretprobe_pair(tr));
+    rep.result("kprobe_ftrace_bare", kprobe_ftrace_bare());
+    rep.result("kprobe_ftrace_hit", kprobe_ftrace_hit(tr));
+}
+
 /// Instructions per sched_switch that the event's filter rejects: the
 /// same leaf as [`event_sched_switch`] with the event on and the
 /// one-predicate filter `next_pid == 0` (the bench's task is not pid 0),
@@ -1544,6 +1619,18 @@ pub fn run(args: &[String]) -> String {
             tr.buffer.reset();
             return rep.out;
         }
+        Some("kprobe") => {
+            let saved = save();
+            if let Err(e) = set_tracer("nop") {
+                rep.failed("setup", &e);
+                return rep.out;
+            }
+            control::tracing_on();
+            kprobe_rows(&mut rep, tr);
+            restore(saved);
+            tr.buffer.reset();
+            return rep.out;
+        }
         Some("allcpu") => {
             let saved = save();
             allcpu(&mut rep, tr);
@@ -1554,7 +1641,7 @@ pub fn run(args: &[String]) -> String {
         None => {}
         Some(other) => {
             return format!(
-                "bench: {}: unknown case (bench [steps|read|allcpu])\n",
+                "bench: {}: unknown case (bench [steps|read|kprobe|allcpu])\n",
                 other
             );
         }
@@ -1616,10 +1703,7 @@ pub fn run(args: &[String]) -> String {
     rep.result("event_sched_switch", event_sched_switch(tr));
     rep.result("event_filtered_out", event_filtered_out(tr));
     rep.result("trigger_if_false", trigger_if_false(tr));
-    rep.result("kprobe_int3_bare", kprobe_int3_bare());
-    rep.result("kprobe_hit", kprobe_hit(tr, false));
-    rep.result("kprobe_hit_one_arg", kprobe_hit(tr, true));
-    rep.result("kretprobe_pair", kretprobe_pair(tr));
+    kprobe_rows(&mut rep, tr);
 
     match update_all() {
         Ok((on, off, sites)) => {

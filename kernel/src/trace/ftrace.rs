@@ -505,7 +505,7 @@ pub fn register_ftrace_function(ops: &'static FtraceOps) -> Result<(), Errno> {
     let r = ftrace_run_update_code(&before, &after);
     if r.is_err() {
         // Not registered after all: nothing may call it.
-        function_trace_op.store(op_for(&before), Ordering::SeqCst);
+        set_trace_op(op_for(&before));
         slot.store(core::ptr::null_mut(), Ordering::Release);
         ops_end_update();
     }
@@ -628,14 +628,46 @@ fn ftrace_get_addr_new(want_regs: bool) -> u64 {
     }
 }
 
-/// What the registers' user (kprobes on call sites) runs from
-/// `ftrace_regs_caller`: `fn(ip, &mut PtRegs)`; 0 for none.
+/// The registers' hook: what the registers' user (kprobes on call sites)
+/// runs from `ftrace_regs_caller`.
+pub type FtraceRegsHook = extern "C" fn(u64, &mut PtRegs);
+
+/// The registers' hook (an [`FtraceRegsHook`]); 0 for none.
 static FTRACE_REGS_HOOK: AtomicUsize = AtomicUsize::new(0);
+/// The ops whose work the hook does (its own func does nothing).
+static FTRACE_REGS_HOOK_OPS: AtomicPtr<FtraceOps> = AtomicPtr::new(core::ptr::null_mut());
+
+/// What `ftrace_regs_caller` calls at once with `(ip, &mut PtRegs)`,
+/// instead of [`ftrace_regs_handler`]: the registers' hook while its ops
+/// is the only one registered (nothing else to run at any site), else 0.
+/// Kept with `function_trace_op` by [`set_trace_op`]; a CPU that reads one
+/// of the pair stale during an update runs what it would have run just
+/// before or just after it, as with `function_trace_op` alone.
+#[no_mangle]
+static ftrace_regs_direct: AtomicUsize = AtomicUsize::new(0);
 
 /// Installs the function `ftrace_regs_caller` calls with the registers
-/// (kprobes' kprobe_ftrace_handler; tracing does not import kprobes).
-pub fn set_ftrace_regs_hook(hook: fn(u64, &mut PtRegs)) {
+/// (kprobes' kprobe_ftrace_handler; tracing does not import kprobes), and
+/// the ops whose sites want it, whose own func does nothing. Called once at
+/// boot, before that ops is registered.
+pub fn set_ftrace_regs_hook(hook: FtraceRegsHook, ops: &'static FtraceOps) {
+    FTRACE_REGS_HOOK_OPS.store(ops as *const FtraceOps as *mut FtraceOps, Ordering::Release);
     FTRACE_REGS_HOOK.store(hook as usize, Ordering::Release);
+}
+
+/// Publishes what `ftrace_caller` (and `ftrace_regs_caller`) call.
+fn set_trace_op(op: *mut FtraceOps) {
+    let direct = if op == FTRACE_REGS_HOOK_OPS.load(Ordering::Acquire) {
+        FTRACE_REGS_HOOK.load(Ordering::Acquire)
+    } else {
+        0
+    };
+    // The direct call goes first when it stops, last when it starts.
+    if direct == 0 {
+        ftrace_regs_direct.store(0, Ordering::SeqCst);
+    }
+    function_trace_op.store(op, Ordering::SeqCst);
+    ftrace_regs_direct.store(direct, Ordering::SeqCst);
 }
 
 /// Called by `ftrace_regs_caller` with the call site, the parent slot and
@@ -653,7 +685,7 @@ pub extern "C" fn ftrace_regs_handler(ip: u64, parent_slot: *mut u64, regs: &mut
     let hook = FTRACE_REGS_HOOK.load(Ordering::Acquire);
     if hook != 0 {
         // SAFETY: only set_ftrace_regs_hook stores here, a fn of this type.
-        let hook: fn(u64, &mut PtRegs) = unsafe { core::mem::transmute(hook) };
+        let hook: FtraceRegsHook = unsafe { core::mem::transmute(hook) };
         hook(ip, regs);
     }
 }
@@ -674,7 +706,7 @@ fn ftrace_modify_all_code(
             both.push(o);
         }
     }
-    function_trace_op.store(op_for(&both), Ordering::SeqCst);
+    set_trace_op(op_for(&both));
 
     let mut sites = Vec::new();
     let mut new_flags = Vec::with_capacity(records().len());
@@ -719,7 +751,7 @@ fn ftrace_modify_all_code(
     for (rec, nf) in records().iter().zip(new_flags) {
         rec.flags.store(nf, Ordering::Relaxed);
     }
-    function_trace_op.store(op_for(after), Ordering::SeqCst);
+    set_trace_op(op_for(after));
     Ok(n)
 }
 

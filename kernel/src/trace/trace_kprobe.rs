@@ -793,6 +793,15 @@ pub fn event_calls() -> Vec<&'static tracer::trace_events::TraceEventCall> {
 pub fn bench_define(sym: &str, fetch_arg: bool) -> Result<&'static TraceEventFile, String> {
     let (kp, off) = bench_bare(sym)?;
     kprobes::unregister_kprobe(&kp);
+    bench_define_at(sym, off, fetch_arg)
+}
+
+/// The bench's probe event at `sym+off`.
+pub fn bench_define_at(
+    sym: &str,
+    off: u64,
+    fetch_arg: bool,
+) -> Result<&'static TraceEventFile, String> {
     let def = alloc::format!(
         "p:kprobes/bench_kprobe {sym}+{off}{}",
         if fetch_arg { " %di" } else { "" }

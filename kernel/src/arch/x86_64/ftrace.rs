@@ -144,7 +144,9 @@ ftrace_caller_end:
 // ftrace_64.S), for the sites of an ops that needs them (kprobes on a call
 // site). It builds a complete PtRegs as an exception would (rip: the return
 // address into the traced function; rsp: the stack pointer at the call
-// site), calls `ftrace_regs_handler(ip, parent_slot, &mut regs)`, then
+// site), calls `ftrace_regs_handler(ip, parent_slot, &mut regs)` (or,
+// while the registers' user is the only ftrace user, its hook
+// `ftrace_regs_direct(ip, &mut regs)` at once), then
 // restores every general register from it and returns to `regs.rip`, so a
 // handler may change them. `ftrace_caller` is not touched: the other sites
 // keep calling it. The parent slot is found as `ftrace_caller` finds it.
@@ -193,7 +195,14 @@ ftrace_regs_caller:
             $parent_slot,
             r#"
     mov rdx, rsp                     /* &mut PtRegs */
-    call ftrace_regs_handler
+    mov rax, [rip + ftrace_regs_direct]
+    test rax, rax
+    jz 5f
+    mov rsi, rdx                     /* the hook alone: hook(ip, regs) */
+    call rax
+    jmp 6f
+5:  call ftrace_regs_handler
+6:
     mov rax, [rsp + 136]
     mov [rbp + 8], rax               /* return to regs.rip */
     mov rax, [rsp + 32]
