@@ -96,9 +96,9 @@ pub struct TraceKprobe {
     /// An argument copies a string (its size is measured at each hit).
     dynamic: bool,
     /// When every argument is a register stored as it is (`%di`,
-    /// `$arg1:u32`...): (register, record offset, size) of each, stored
-    /// without running the fetch programs.
-    regs_only: Option<Vec<(u8, usize, usize)>>,
+    /// `$arg1:u32`, `$retval`...): each one compiled to a copy from
+    /// `PtRegs` into the record, stored without running the fetch programs.
+    regs_only: Option<Vec<fetch::RegCopy>>,
 }
 
 impl TraceKprobe {
@@ -304,55 +304,74 @@ fn kprobe_trace_func(
         0
     };
     let len = (tk.tp.args_offset() + tk.tp.size) as usize + dsize;
-    // The header words in one array: the closure below is called out of
-    // line, and every reference it captures is a store and a load more
-    // per hit.
     let hdr = [trace_entry_word(ev.ev.call.id), ip, ret_ip.unwrap_or(0)];
-    let fill = |buf: &mut [u8]| {
+    // Inlined into each writer (a closure shared by both is called out of
+    // line, every value it captures a store and a load more per hit).
+    #[inline(always)]
+    fn fill(tk: &TraceKprobe, env: &RegsEnv<'_>, hdr: &[u64; 3], dsize: usize, buf: &mut [u8]) {
         let n = if tk.tp.is_return { 24 } else { 16 };
-        for (d, w) in buf[..n].chunks_exact_mut(8).zip(&hdr) {
-            d.copy_from_slice(&w.to_le_bytes());
+        if let Some(h) = buf.get_mut(..n) {
+            for (d, w) in h.chunks_exact_mut(8).zip(hdr) {
+                d.copy_from_slice(&w.to_le_bytes());
+            }
         }
         match &tk.regs_only {
-            Some(regs) => {
-                for &(r, off, size) in regs {
-                    if let Some(d) = buf.get_mut(off..off + size) {
-                        d.copy_from_slice(&env.reg(r).to_le_bytes()[..size]);
-                    }
-                }
-            }
-            None => fetch::store_trace_args(&tk.tp, &env, buf, dsize),
+            Some(copies) => fetch::store_reg_copies(copies, regs_bytes(env.regs), buf),
+            None => fetch::store_trace_args(&tk.tp, env, buf, dsize),
         }
-    };
-    if file.needs_slow_path() && events::trace_event_slow(file, len, fill) {
+    }
+    if file.needs_slow_path()
+        && events::trace_event_slow(file, len, |buf| fill(tk, &env, &hdr, dsize, buf))
+    {
         return;
     }
-    events::trace_event_buffer_write(file, len, fill);
+    events::trace_event_buffer_write(file, len, |buf| fill(tk, &env, &hdr, dsize, buf));
 }
 
-/// See [`TraceKprobe::regs_only`]; `$argN` of the register arguments
-/// counts as its register, `$retval` as `rax`.
-fn regs_only(tp: &TraceProbe) -> Option<Vec<(u8, usize, usize)>> {
-    use tracer::trace_probe::{reg, FetchInsn};
-    const ARGS: [u8; 6] = [reg::DI, reg::SI, reg::DX, reg::CX, reg::R8, reg::R9];
-    tp.args
-        .iter()
-        .map(|a| {
-            let r = match a.code.as_slice() {
-                [FetchInsn::Reg(r), FetchInsn::StRaw(_), FetchInsn::End] => *r,
-                [FetchInsn::Arg(n), FetchInsn::StRaw(_), FetchInsn::End] => {
-                    *ARGS.get(*n as usize)?
-                }
-                [FetchInsn::Retval, FetchInsn::StRaw(_), FetchInsn::End] => reg::AX,
-                _ => return None,
-            };
-            Some((
-                r,
-                (tp.args_offset() + a.offset) as usize,
-                a.ty.size as usize,
-            ))
-        })
-        .collect()
+/// The saved registers as bytes, for [`fetch::store_reg_copies`].
+#[inline(always)]
+fn regs_bytes(regs: &PtRegs) -> &[u8] {
+    // SAFETY: PtRegs is repr(C), all u64 fields: every byte is initialized
+    // and the slice borrows `regs` for its lifetime.
+    unsafe {
+        core::slice::from_raw_parts(
+            (regs as *const PtRegs).cast::<u8>(),
+            core::mem::size_of::<PtRegs>(),
+        )
+    }
+}
+
+/// See [`TraceKprobe::regs_only`]: each register's place in `PtRegs`
+/// (`orig_ax` is not saved: its programs give -1 as Linux's exception
+/// frame has).
+fn regs_only(tp: &TraceProbe) -> Option<Vec<fetch::RegCopy>> {
+    use core::mem::offset_of;
+    const OFFSETS: [Option<usize>; 21] = [
+        Some(offset_of!(PtRegs, r15)),
+        Some(offset_of!(PtRegs, r14)),
+        Some(offset_of!(PtRegs, r13)),
+        Some(offset_of!(PtRegs, r12)),
+        Some(offset_of!(PtRegs, rbp)),
+        Some(offset_of!(PtRegs, rbx)),
+        Some(offset_of!(PtRegs, r11)),
+        Some(offset_of!(PtRegs, r10)),
+        Some(offset_of!(PtRegs, r9)),
+        Some(offset_of!(PtRegs, r8)),
+        Some(offset_of!(PtRegs, rax)),
+        Some(offset_of!(PtRegs, rcx)),
+        Some(offset_of!(PtRegs, rdx)),
+        Some(offset_of!(PtRegs, rsi)),
+        Some(offset_of!(PtRegs, rdi)),
+        None,
+        Some(offset_of!(PtRegs, rip)),
+        Some(offset_of!(PtRegs, cs)),
+        Some(offset_of!(PtRegs, rflags)),
+        Some(offset_of!(PtRegs, rsp)),
+        Some(offset_of!(PtRegs, ss)),
+    ];
+    fetch::compile_reg_copies(tp, core::mem::size_of::<PtRegs>(), |r| {
+        OFFSETS.get(usize::from(r)).copied().flatten().map(|o| o as u16)
+    })
 }
 
 /// Enables or disables the probes of the event of `file` (its

@@ -11,6 +11,7 @@
 //! `(fault)`).
 
 use super::{reg, FetchInsn, TraceProbe, MAX_STRING_SIZE};
+use alloc::vec::Vec;
 
 /// What a fetch program reads: the registers at the hit and kernel memory.
 pub trait FetchEnv {
@@ -328,5 +329,178 @@ pub fn store_trace_args(tp: &TraceProbe, env: &dyn FetchEnv, rec: &mut [u8], dsi
             dyndata += ret;
             maxlen = maxlen.saturating_sub(ret);
         }
+    }
+}
+
+/// A register argument compiled at definition time (Linux interprets its
+/// fetch program at every hit): copy `size` bytes at byte `src` of the
+/// saved registers to byte `dst` of the record. The registers are saved
+/// little-endian, so a narrower type is the register's first bytes, what
+/// the program's `StRaw` stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegCopy {
+    pub src: u16,
+    pub dst: u16,
+    pub size: u8,
+}
+
+/// The copies of a probe whose every argument is a register stored as it
+/// is (`%di`, `%ax:u32`, `$arg1`..`$arg6`, which are the System V argument
+/// registers, `$retval`, which is rax); None if any argument needs its program (a dereference, a
+/// stack slot, a string, a bitfield...). `reg_offset` gives the byte
+/// offset of a register (index in [`super::REG_NAMES`]) in the caller's
+/// block of `regs_len` saved bytes, None for one it does not save. Every
+/// copy is checked to fit both sides here, once.
+pub fn compile_reg_copies(
+    tp: &TraceProbe,
+    regs_len: usize,
+    reg_offset: impl Fn(u8) -> Option<u16>,
+) -> Option<Vec<RegCopy>> {
+    const ARGS: [u8; 6] = [reg::DI, reg::SI, reg::DX, reg::CX, reg::R8, reg::R9];
+    let rec_len = (tp.args_offset() + tp.size) as usize;
+    tp.args
+        .iter()
+        .map(|a| {
+            let (r, size) = match a.code.as_slice() {
+                [FetchInsn::Reg(r), FetchInsn::StRaw(s), FetchInsn::End] => (*r, *s),
+                [FetchInsn::Arg(n), FetchInsn::StRaw(s), FetchInsn::End] => {
+                    (*ARGS.get(*n as usize)?, *s)
+                }
+                [FetchInsn::Retval, FetchInsn::StRaw(s), FetchInsn::End] => (reg::AX, *s),
+                _ => return None,
+            };
+            if !matches!(size, 1 | 2 | 4 | 8) || a.dynamic {
+                return None;
+            }
+            let src = reg_offset(r)?;
+            let dst = u16::try_from(tp.args_offset() + a.offset).ok()?;
+            let fits = |at: u16, len: usize| usize::from(at) + size as usize <= len;
+            (fits(src, regs_len) && fits(dst, rec_len)).then_some(RegCopy {
+                src,
+                dst,
+                size: size as u8,
+            })
+        })
+        .collect()
+}
+
+/// Stores the copies from the saved registers' bytes into the record:
+/// each one a fixed-size copy (no call, no loop over bytes).
+#[inline(always)]
+pub fn store_reg_copies(copies: &[RegCopy], regs: &[u8], rec: &mut [u8]) {
+    #[inline(always)]
+    fn copy<const N: usize>(regs: &[u8], rec: &mut [u8], src: usize, dst: usize) {
+        if let (Some(s), Some(d)) = (regs.get(src..src + N), rec.get_mut(dst..dst + N)) {
+            let s: &[u8; N] = s.try_into().expect("N bytes");
+            let d: &mut [u8; N] = d.try_into().expect("N bytes");
+            *d = *s;
+        }
+    }
+    for c in copies {
+        let (s, d) = (usize::from(c.src), usize::from(c.dst));
+        match c.size {
+            8 => copy::<8>(regs, rec, s, d),
+            4 => copy::<4>(regs, rec, s, d),
+            2 => copy::<2>(regs, rec, s, d),
+            _ => copy::<1>(regs, rec, s, d),
+        }
+    }
+}
+
+#[cfg(test)]
+mod reg_copy_tests {
+    use super::*;
+    use crate::trace_probe::{argv_split, parse_probe, ProbeSymbols};
+
+    struct NoSyms;
+    impl ProbeSymbols for NoSyms {
+        fn lookup(&self, name: &str) -> (usize, u64) {
+            if name == "f" {
+                (1, 0x1000)
+            } else {
+                (0, 0)
+            }
+        }
+    }
+
+    /// Registers saved in REG_NAMES order, 8 bytes each, without orig_ax.
+    fn offset(r: u8) -> Option<u16> {
+        match r {
+            0..=14 => Some(u16::from(r) * 8),
+            15 => None,
+            _ => Some((u16::from(r) - 1) * 8),
+        }
+    }
+
+    struct Env([u64; 20]);
+    impl FetchEnv for Env {
+        fn reg(&self, idx: u8) -> u64 {
+            match offset(idx) {
+                Some(o) => self.0[usize::from(o / 8)],
+                None => u64::MAX,
+            }
+        }
+        fn read(&self, _: u64, _: &mut [u8]) -> bool {
+            false
+        }
+        fn comm(&self) -> [u8; 16] {
+            [0; 16]
+        }
+    }
+
+    fn probe(cmd: &str) -> TraceProbe {
+        let mut tp = parse_probe(&argv_split(cmd), &NoSyms).unwrap();
+        tp.update_args(&NoSyms).unwrap();
+        tp
+    }
+
+    /// The copies store exactly what the fetch programs store.
+    #[test]
+    fn copies_match_the_programs() {
+        let regs: [u64; 20] =
+            core::array::from_fn(|i| 0x1122_3344_5566_7788u64.rotate_left(i as u32 * 5) ^ i as u64);
+        let bytes: Vec<u8> = regs.iter().flat_map(|r| r.to_le_bytes()).collect();
+        for cmd in [
+            "p f %di",
+            "p f %ax:u32 %si:s16 %dx:x8 %r15 %ip %sp:x64 %flags",
+            "p f $arg1 $arg2:u8 $arg6:s32 a=%cx b=$arg4:x16",
+            "p f %r9:u16 %r8:u64 %bp %bx %ss %cs",
+            "r f $retval",
+            "r f $retval:s32 %dx",
+        ] {
+            let tp = probe(cmd);
+            let copies = compile_reg_copies(&tp, bytes.len(), offset)
+                .unwrap_or_else(|| panic!("{cmd}: not compiled"));
+            assert_eq!(copies.len(), tp.args.len(), "{cmd}");
+            let len = (tp.args_offset() + tp.size) as usize;
+            let mut want = alloc::vec![0u8; len];
+            store_trace_args(&tp, &Env(regs), &mut want, 0);
+            let mut got = alloc::vec![0u8; len];
+            store_reg_copies(&copies, &bytes, &mut got);
+            assert_eq!(got, want, "{cmd}");
+        }
+    }
+
+    /// Anything but a plain register keeps its program.
+    #[test]
+    fn other_forms_are_not_compiled() {
+        for cmd in [
+            "p f %di +0(%si)",
+            "p f $stack1",
+            "p f $arg7",
+            "p f %orig_ax",
+            "p f $comm",
+            "p f +8(%di):string",
+            "p f %di:b4@2/32",
+            "p f @0x1000",
+            "p f +0(%di):u8[2]",
+        ] {
+            let tp = probe(cmd);
+            assert_eq!(compile_reg_copies(&tp, 160, offset), None, "{cmd}");
+        }
+        // A register the caller does not save, or a block too short.
+        let tp = probe("p f %ss");
+        assert_eq!(compile_reg_copies(&tp, 152, offset), None);
+        assert!(compile_reg_copies(&tp, 160, offset).is_some());
     }
 }
