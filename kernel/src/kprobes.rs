@@ -718,8 +718,9 @@ pub fn stats() -> (u64, u64, usize, usize) {
 // `return_to_handler`, [`kretprobe_return`] runs the handler with the return
 // value in `regs.rax` and the return address in `regs.rip`. In the fentry
 // build the first instruction is the function-tracing call site: the
-// kprobe goes on the instruction after it, where the return address is
-// still on top of the stack.
+// kprobe is reached through ftrace there (`ftrace_regs_caller`), not an
+// int3; in the mcount build the site comes after the prologue, and the
+// first instruction gets an int3.
 
 /// Runs when the probed function returns (`regs.rax` is its return value,
 /// `regs.rdx` the high half, `regs.rip` the address it returns to,
@@ -792,13 +793,11 @@ static KRETPROBE_LIST: Mutex<Vec<Arc<Kretprobe>>> = Mutex::new(Vec::new());
 static KRETPROBE_GEN: AtomicU64 = AtomicU64::new(0);
 
 /// Where a kretprobe's kprobe goes for the function at `addr`: its first
-/// instruction, or the one after a function-tracing site there.
+/// instruction. In the fentry build that is the function-tracing site, so
+/// the probe goes through ftrace (Linux's kprobes on ftrace), where the
+/// return address is on top of the stack at the site as at an int3 there.
 fn kretprobe_hook_addr(addr: u64) -> u64 {
-    if crate::trace::ftrace::record_index(addr).is_some() {
-        addr + crate::arch::ftrace::MCOUNT_INSN_SIZE
-    } else {
-        addr
-    }
+    addr
 }
 
 /// The kretprobe whose kprobe this is (its `data` is the table index).

@@ -27,7 +27,7 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tracer::errno::Errno;
-use tracer::kprobe_insn::{self, Emulate, Kind, StepFixup, FLAG_TF};
+use tracer::kprobe_insn::{self, Emulate, Kind, LoopOp, StepFixup, FLAG_TF};
 
 use crate::kprobes::{self, Kprobe, PtRegs};
 
@@ -83,6 +83,30 @@ kprobe_target_asm:
     ret
 .size kprobe_target_asm, . - kprobe_target_asm
 
+/* The rcx-counted branches: kprobe_target_loop(n >= 1, m, d), see
+   loop_expected. */
+.balign 16
+.global kprobe_target_loop
+.type kprobe_target_loop, @function
+kprobe_target_loop:
+    xor eax, eax
+    mov rcx, rdi
+5:  add rax, rcx
+    loop 5b
+    mov rcx, rsi
+    jrcxz 6f
+    add rax, 1000
+6:  mov ecx, 4
+7:  add rax, 1
+    cmp rax, rdx
+    loopne 7b
+    mov ecx, 4
+8:  test al, 1
+    lea rax, [rax + 1]
+    loope 8b
+    ret
+.size kprobe_target_loop, . - kprobe_target_loop
+
 /* The stress target: two counted increments. */
 .balign 16
 .global kprobe_target_count
@@ -118,6 +142,7 @@ extern "C" {
     fn kprobe_target_asm(a: u64, b: u64) -> u64;
     fn kprobe_target_leaf(x: u64) -> u64;
     fn kprobe_target_count();
+    fn kprobe_target_loop(n: u64, m: u64, d: u64) -> u64;
     static kprobe_count_a: AtomicU64;
     static kprobe_count_b: AtomicU64;
 }
@@ -130,6 +155,38 @@ fn asm_expected(a: u64, b: u64) -> u64 {
         1000u64.wrapping_add(a).wrapping_add(b)
     };
     r.wrapping_mul(9)
+}
+
+/// What kprobe_target_loop computes: the sum n..1 (loop), 1000 more if m
+/// is not 0 (jrcxz), then up to 4 increments stopping when the sum is d
+/// (loopne), then up to 4 increments while it was even (loope).
+fn loop_expected(n: u64, m: u64, d: u64) -> u64 {
+    let mut rax = 0u64;
+    let mut rcx = n;
+    loop {
+        rax = rax.wrapping_add(rcx);
+        rcx -= 1;
+        if rcx == 0 {
+            break;
+        }
+    }
+    if m != 0 {
+        rax = rax.wrapping_add(1000);
+    }
+    for _ in 0..4 {
+        rax = rax.wrapping_add(1);
+        if rax == d {
+            break;
+        }
+    }
+    for _ in 0..4 {
+        let even = rax & 1 == 0;
+        rax = rax.wrapping_add(1);
+        if !even {
+            break;
+        }
+    }
+    rax
 }
 
 /// A compiled target: a loop, a match, calls.
@@ -156,15 +213,15 @@ fn kprobe_target_rust_leaf(x: u64) -> u64 {
 struct Seen {
     pre_hits: AtomicU64,
     post_hits: AtomicU64,
-    pre: [AtomicU64; 8],
-    post: [AtomicU64; 4],
+    pre: [AtomicU64; 9],
+    post: [AtomicU64; 5],
 }
 
 static SEEN: Seen = Seen {
     pre_hits: AtomicU64::new(0),
     post_hits: AtomicU64::new(0),
-    pre: [const { AtomicU64::new(0) }; 8],
-    post: [const { AtomicU64::new(0) }; 4],
+    pre: [const { AtomicU64::new(0) }; 9],
+    post: [const { AtomicU64::new(0) }; 5],
 };
 
 fn reset() {
@@ -189,6 +246,7 @@ fn record_pre(_: &Kprobe, regs: &mut PtRegs) -> bool {
             regs.r12,
             regs.rflags,
             top_of_stack(regs),
+            regs.rcx,
         ];
         for (s, v) in SEEN.pre.iter().zip(v) {
             s.store(v, Ordering::SeqCst);
@@ -200,7 +258,13 @@ fn record_pre(_: &Kprobe, regs: &mut PtRegs) -> bool {
 
 fn record_post(_: &Kprobe, regs: &mut PtRegs) {
     if SEEN.post_hits.fetch_add(1, Ordering::SeqCst) == 0 {
-        let v = [regs.rip, regs.rsp, regs.rflags, top_of_stack(regs)];
+        let v = [
+            regs.rip,
+            regs.rsp,
+            regs.rflags,
+            top_of_stack(regs),
+            regs.rcx,
+        ];
         for (s, v) in SEEN.post.iter().zip(v) {
             s.store(v, Ordering::SeqCst);
         }
@@ -232,6 +296,12 @@ fn kind_name(k: Kind) -> &'static str {
             Emulate::Sti => "sti",
             Emulate::Pushf => "pushf",
             Emulate::Popf => "popf",
+            Emulate::Loop { op, .. } => match op {
+                LoopOp::Loop => "loop",
+                LoopOp::Loope => "loope",
+                LoopOp::Loopne => "loopne",
+                LoopOp::Jrcxz => "jrcxz",
+            },
         },
         Kind::Step(StepFixup::Rip) => "step",
         Kind::Step(StepFixup::IndirectJmp) => "step-indirect-jmp",
@@ -246,6 +316,8 @@ fn check_regs(insn: &kprobe_insn::ProbedInsn) -> Option<String> {
     let post: Vec<u64> = SEEN.post.iter().map(|a| a.load(Ordering::SeqCst)).collect();
     let (rip0, rsp0, flags0, tos0) = (pre[0], pre[1], pre[6], pre[7]);
     let (rip1, rsp1, flags1, tos1) = (post[0], post[1], post[2], post[3]);
+    let (rcx0, rcx1) = (pre[8], post[4]);
+    let mut want_rcx = rcx1;
     let addr = insn.addr;
     let next = addr + insn.len as u64;
     let mut want_rip = next;
@@ -268,6 +340,13 @@ fn check_regs(insn: &kprobe_insn::ProbedInsn) -> Option<String> {
             }
             Emulate::Push(_) | Emulate::Pushf => want_rsp = rsp0 - 8,
             Emulate::Pop(_) | Emulate::Popf => want_rsp = rsp0 + 8,
+            Emulate::Loop { op, ecx, target } => {
+                let (taken, rcx) = kprobe_insn::loop_step(op, ecx, rcx0, flags0);
+                want_rcx = rcx;
+                if taken {
+                    want_rip = target;
+                }
+            }
             _ => {}
         },
         // A stepped instruction may change rsp itself (add rsp, leave).
@@ -288,6 +367,9 @@ fn check_regs(insn: &kprobe_insn::ProbedInsn) -> Option<String> {
         return Some(format!(
             "post rip {rip1:#x} rsp {rsp1:#x}, want {want_rip:#x} {want_rsp:#x}"
         ));
+    }
+    if rcx1 != want_rcx {
+        return Some(format!("post rcx {rcx1:#x}, want {want_rcx:#x}"));
     }
     if flags1 & FLAG_TF != 0 {
         return Some(String::from("TF left set"));
@@ -391,6 +473,16 @@ fn boundaries() -> String {
             // SAFETY: an ordinary function following the System V ABI.
             .all(|&(a, b)| unsafe { kprobe_target_asm(a, b) } == asm_expected(a, b))
     });
+    // Every branch of each loop taken and not taken: loopne stops early
+    // for (3, 0, 8), jrcxz jumps for m = 0.
+    let loop_args = [(3u64, 0u64, 8u64), (5, 7, 17), (1, 1, 0)];
+    let loop_ok = sweep(&mut out, "kprobe_target_loop", &mut kinds, true, &|| {
+        loop_args.iter().all(|&(n, m, d)| {
+            // SAFETY: an ordinary function following the System V ABI.
+            let got = unsafe { kprobe_target_loop(n, m, d) };
+            got == loop_expected(n, m, d)
+        })
+    });
     let leaf_ok = sweep(&mut out, "kprobe_target_leaf", &mut kinds, true, &|| {
         // SAFETY: as above.
         unsafe { kprobe_target_leaf(7) == 21 }
@@ -420,7 +512,7 @@ fn boundaries() -> String {
     let _ = writeln!(
         out,
         "kprobe_test boundaries: {}",
-        if asm_ok && leaf_ok && rust_ok && rust_leaf_ok {
+        if asm_ok && loop_ok && leaf_ok && rust_ok && rust_leaf_ok {
             "PASS"
         } else {
             "FAIL"
@@ -617,6 +709,15 @@ fn kretprobe_case(out: &mut String, name: &str, args: &[u64], call: &dyn Fn(u64)
         let _ = writeln!(out, "kprobe_test kretprobe: {name}: {}", e.name());
         return false;
     }
+    // The entry: through ftrace where a function-tracing site is the
+    // first instruction (fentry), the site calling ftrace_regs_caller and
+    // no int3 written; otherwise an int3.
+    let on_ftrace = crate::trace::ftrace::record_index(addr).is_some();
+    let entry_ok = if on_ftrace {
+        calls_regs_caller(addr)
+    } else {
+        text_of(addr, 1) == [0xcc]
+    };
     let want: Vec<u64> = args.iter().map(|&a| call(a)).collect();
     kprobes::unregister_kretprobe(&rp);
     // Not watched any more.
@@ -636,10 +737,13 @@ fn kretprobe_case(out: &mut String, name: &str, args: &[u64], call: &dyn Fn(u64)
         && entries == args
         && callers_ok
         && restored
+        && entry_ok
         && rp.nmissed.load(Ordering::Relaxed) == 0;
     let _ = writeln!(
         out,
-        "kprobe_test kretprobe: {name}: {} calls, {} returns seen, values {}, entries {}, return addresses {}, {} missed, text {}",
+        "kprobe_test kretprobe: {name}: entry {} {}, {} calls, {} returns seen, values {}, entries {}, return addresses {}, {} missed, text {}",
+        if on_ftrace { "ftrace" } else { "int3" },
+        if entry_ok { "ok" } else { "WRONG" },
         args.len(),
         seen.len(),
         if values == want { "ok" } else { "WRONG" },
@@ -674,6 +778,15 @@ fn kretprobe() -> String {
 // ---------------------------------------------------------------------------
 // A probe on a function-tracing call site (through ftrace_regs_caller).
 
+/// True if the site at `site` is `call ftrace_regs_caller` (no int3).
+fn calls_regs_caller(site: u64) -> bool {
+    let b = text_of(site, 5);
+    let rel = i32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+    b[0] == 0xe8
+        && (site + 5).wrapping_add_signed(i64::from(rel))
+            == crate::arch::ftrace::ftrace_regs_caller_addr()
+}
+
 fn ftrace_probe() -> String {
     let mut out = String::new();
     let name = "kernel::test_kprobes::kprobe_target_rust";
@@ -698,6 +811,7 @@ fn ftrace_probe() -> String {
     }
     reset();
     let results_ok = (0..5).all(|_| kprobe_target_rust(9) == want);
+    let calls_ok = calls_regs_caller(site);
     let check = crate::trace::ftrace::ftrace_check_sites();
     kprobes::unregister_kprobe(&kp);
     let (pre, post) = (
@@ -708,11 +822,16 @@ fn ftrace_probe() -> String {
     // when one traces the function).
     let insn = kprobe_insn::analyze(&crate::arch::ftrace::NOP5, site, site);
     let regs_ok = insn.map(|i| check_regs(&i)).ok().flatten();
-    let ok = results_ok && pre == 5 && post == 5 && regs_ok.is_none() && check.bad == 0;
+    let ok = results_ok && calls_ok && pre == 5 && post == 5 && regs_ok.is_none() && check.bad == 0;
     let _ = writeln!(
         out,
-        "kprobe_test ftrace: {}: 5 calls, {pre} pre-handler hits, {post} post-handler hits, results {}, registers {}, {} sites bad",
+        "kprobe_test ftrace: {}: site {}, 5 calls, {pre} pre-handler hits, {post} post-handler hits, results {}, registers {}, {} sites bad",
         crate::kallsyms::describe(site),
+        if calls_ok {
+            "calls ftrace_regs_caller"
+        } else {
+            "WRONG"
+        },
         if results_ok { "ok" } else { "WRONG" },
         regs_ok.as_deref().unwrap_or("ok"),
         check.bad

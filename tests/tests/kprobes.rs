@@ -5,20 +5,23 @@
 //!   one with one of each kind of instruction, compiled Rust ones) fires,
 //!   the registers the handlers see before and after the instruction are
 //!   what the instruction does, the results stay right, every emulated
-//!   kind and the single-step path (RIP-relative, indirect call and jump)
-//!   are covered, and the boundaries are objdump's;
+//!   kind (loop, loope, loopne and jrcxz too) and the single-step path
+//!   (RIP-relative, indirect call and jump) are covered, and the boundaries
+//!   are objdump's;
 //! - errnos: inside an instruction EILSEQ, the tracer's code, the kprobe
 //!   core itself and the breakpoint path EINVAL (blacklist), not text
 //!   EINVAL, an unknown symbol ENOENT;
 //! - the 4-CPU stress: probes registered, aggregated, disabled and removed
-//!   while three other CPUs call the probed function: every call counted
-//!   exactly once;
+//!   for 30 s while three other CPUs call the probed function: every call
+//!   counted exactly once, the text the ELF's after;
 //! - a probe on a function-tracing call site, through ftrace's
 //!   registers-saving trampoline, alone and with the function tracer on
 //!   the same function;
 //! - kretprobes: the return values and return addresses of each call, and
 //!   the first arguments their entry handler sees, alone and while
-//!   function_graph traces the same function;
+//!   function_graph traces the same function; in the fentry build the entry
+//!   of a traceable function is reached through ftrace (its site calls
+//!   ftrace_regs_caller, no int3), in the mcount build through an int3;
 //! - after all that, the probed functions' text equals the ELF's, byte for
 //!   byte (function-tracing sites hold the NOP, as after boot).
 use std::process::Command;
@@ -126,6 +129,15 @@ fn kprobes(mode: &str) {
         )),
         "{mode}:\n{out}"
     );
+    // loop, loope, loopne and jrcxz, each taken and not taken.
+    let n = objdump_insns(mode, "kprobe_target_loop");
+    assert_eq!(n, 16, "{mode}: objdump's count for the loop target");
+    assert!(
+        out.contains(&format!(
+            "kprobe_test boundaries: kprobe_target_loop: {n} boundaries, {n} probed, {n} hit, 0 ftrace sites, 0 bad, text restored\n"
+        )),
+        "{mode}:\n{out}"
+    );
     for f in [
         "kernel::test_kprobes::kprobe_target_rust",
         "kernel::test_kprobes::kprobe_target_rust_leaf",
@@ -144,6 +156,10 @@ fn kprobes(mode: &str) {
         "cli",
         "jcc",
         "jmp",
+        "jrcxz",
+        "loop",
+        "loope",
+        "loopne",
         "nop",
         "pop",
         "popf",
@@ -188,12 +204,14 @@ fn kprobes(mode: &str) {
         );
     }
 
-    // Registered and removed while three other CPUs hit them.
-    let out = k.run_with_timeout("kprobe_test stress 15000", Duration::from_secs(300));
+    // Registered and removed for 30 s while three other CPUs hit them;
+    // the text is the ELF's after.
+    let out = k.run_with_timeout("kprobe_test stress 30000", Duration::from_secs(600));
     assert!(
         out.ends_with("kprobe_test stress: PASS\n"),
         "{mode}:\n{out}"
     );
+    check_text(&mut k, mode, "kprobe_target_count");
     let stats = k.run("kprobe_test stats");
     assert!(
         stats.ends_with(" 0 probed addresses, 0 slots in use\n"),
@@ -239,9 +257,22 @@ fn kprobes(mode: &str) {
     // Return probes: the values each call returned, alone and with
     // function_graph tracing the same function (both hijack its return
     // address on the task's shadow stack).
+    // The entry is reached through ftrace where the function-tracing site
+    // is the first instruction (fentry), through an int3 otherwise.
     let out = k.run("kprobe_test kretprobe");
     assert!(
         out.ends_with("kprobe_test kretprobe: PASS\n"),
+        "{mode}:\n{out}"
+    );
+    let entry = if mode == "fentry" { "ftrace" } else { "int3" };
+    assert!(
+        out.contains(&format!(
+            "kprobe_test kretprobe: {rust}: entry {entry} ok, "
+        )),
+        "{mode}:\n{out}"
+    );
+    assert!(
+        out.contains("kprobe_test kretprobe: kprobe_target_asm: entry int3 ok, "),
         "{mode}:\n{out}"
     );
     assert_eq!(
@@ -268,6 +299,7 @@ fn kprobes(mode: &str) {
 
     for f in [
         "kprobe_target_asm",
+        "kprobe_target_loop",
         "kprobe_target_leaf",
         "kprobe_target_count",
         "kernel::test_kprobes::kprobe_target_rust",

@@ -6,7 +6,7 @@
 //! breakpoint fires, the original instruction still has to run, and there
 //! are two ways:
 //!  - **emulate** it on the saved registers: a relative jump, conditional
-//!    jump, call or return, a push or pop of a register, a NOP, and the
+//!    jump, loop or jrcxz, call or return, a push or pop of a register, a NOP, and the
 //!    flag instructions (cli, sti, pushf, popf) whose single-stepping would
 //!    change the interrupt flag under the stepper. Nothing is executed.
 //!  - **single-step** a copy of it in an out-of-line *slot*: the copy runs
@@ -18,7 +18,8 @@
 //!
 //! Everything else that depends on where it runs, or that traps, is refused
 //! with `EOPNOTSUPP` as Linux refuses it (int3, int n, ud2, iret, far jumps
-//! and calls, hlt), or is not supported here (loop, jrcxz, xbegin). An
+//! and calls, hlt), or is not supported here (xbegin). The rcx-counted
+//! branches (loop, loope, loopne, jrcxz) are emulated, as Linux does. An
 //! address that is not the start of an instruction, decoding the function
 //! from its first byte with iced-x86, is refused with `EILSEQ` (Linux's
 //! can_probe).
@@ -80,6 +81,47 @@ pub enum Emulate {
     Sti,
     Pushf,
     Popf,
+    /// `loop`, `loope`, `loopne`, `jrcxz` (`jecxz` with `ecx`): the count
+    /// register is rcx, or ecx with an address-size prefix (Linux:
+    /// kprobe_emulate_loop).
+    Loop {
+        op: LoopOp,
+        ecx: bool,
+        target: u64,
+    },
+}
+
+/// Which of the rcx-counted branches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopOp {
+    /// Decrement the count; jump if it is not 0.
+    Loop,
+    /// ... and ZF is set.
+    Loope,
+    /// ... and ZF is clear.
+    Loopne,
+    /// Jump if the count is 0 (nothing changes).
+    Jrcxz,
+}
+
+/// What one of those branches does with `rcx` and `flags`: whether it
+/// jumps, and rcx after it. A 32-bit count (`ecx`) is written as any
+/// 32-bit register is in 64-bit mode, zero-extended (what the CPU and
+/// QEMU do; Linux's emulator keeps the upper half).
+pub fn loop_step(op: LoopOp, ecx: bool, rcx: u64, flags: u64) -> (bool, u64) {
+    let count = |v: u64| if ecx { v & 0xffff_ffff } else { v };
+    if op == LoopOp::Jrcxz {
+        return (count(rcx) == 0, rcx);
+    }
+    let new = count(count(rcx).wrapping_sub(1));
+    let zf = flags & FLAG_ZF != 0;
+    let taken = new != 0
+        && match op {
+            LoopOp::Loope => zf,
+            LoopOp::Loopne => !zf,
+            _ => true,
+        };
+    (taken, new)
 }
 
 /// What must be corrected after single-stepping the copy in its slot.
@@ -245,17 +287,41 @@ fn classify(insn: &Instruction, bytes: &[u8]) -> Result<Kind, Errno> {
         FlowControl::UnconditionalBranch if near64 => Kind::Emulate(E::Jmp(insn.near_branch64())),
         FlowControl::Call if near64 => Kind::Emulate(E::Call(insn.near_branch64())),
         FlowControl::ConditionalBranch
+            if near64
+                && matches!(
+                    insn.mnemonic(),
+                    Mnemonic::Loop
+                        | Mnemonic::Loope
+                        | Mnemonic::Loopne
+                        | Mnemonic::Jrcxz
+                        | Mnemonic::Jecxz
+                ) =>
+        {
+            // Prefixes, the opcode (e0..e3), rel8.
+            let prefixes = &bytes[..bytes.len().saturating_sub(2)];
+            if prefixes.contains(&0x66) {
+                // A 16-bit operand size truncates the target on some CPUs.
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let op = match insn.mnemonic() {
+                Mnemonic::Loop => LoopOp::Loop,
+                Mnemonic::Loope => LoopOp::Loope,
+                Mnemonic::Loopne => LoopOp::Loopne,
+                _ => LoopOp::Jrcxz,
+            };
+            Kind::Emulate(E::Loop {
+                op,
+                ecx: prefixes.contains(&0x67),
+                target: insn.near_branch64(),
+            })
+        }
+        FlowControl::ConditionalBranch
             if near64 && insn.condition_code() != ConditionCode::None =>
         {
-            match insn.mnemonic() {
-                Mnemonic::Loop | Mnemonic::Loope | Mnemonic::Loopne | Mnemonic::Jrcxz => {
-                    return Err(Errno::EOPNOTSUPP)
-                }
-                _ => Kind::Emulate(E::Jcc {
-                    cc: insn.condition_code() as u8 - 1,
-                    target: insn.near_branch64(),
-                }),
-            }
+            Kind::Emulate(E::Jcc {
+                cc: insn.condition_code() as u8 - 1,
+                target: insn.near_branch64(),
+            })
         }
         FlowControl::Return if insn.mnemonic() == Mnemonic::Ret && bytes_opsize64(bytes) => {
             let pop = if insn.op_count() == 1 {
@@ -271,7 +337,7 @@ fn classify(insn: &Instruction, bytes: &[u8]) -> Result<Kind, Errno> {
         FlowControl::IndirectCall if insn.mnemonic() == Mnemonic::Call => {
             Kind::Step(StepFixup::IndirectCall)
         }
-        // Far jumps and calls, iret, loop and jrcxz, xbegin, int, int3,
+        // Far jumps and calls, iret, xbegin, int, int3,
         // into, ud0/1/2 and anything that raises an exception on purpose.
         _ => return Err(Errno::EOPNOTSUPP),
     };
@@ -325,6 +391,7 @@ pub trait Regs {
     fn write_u64(&mut self, addr: u64, v: u64);
 }
 
+const RCX: u8 = 1;
 const RSP: u8 = 4;
 
 fn push<R: Regs + ?Sized>(regs: &mut R, v: u64) {
@@ -409,6 +476,15 @@ pub fn emulate<R: Regs + ?Sized>(e: Emulate, addr: u64, len: u8, regs: &mut R) {
             let f = (regs.flags() & !POPF_MASK) | (v & POPF_MASK);
             regs.set_flags(f);
             next
+        }
+        Emulate::Loop { op, ecx, target } => {
+            let (taken, rcx) = loop_step(op, ecx, regs.gpr(RCX), regs.flags());
+            regs.set_gpr(RCX, rcx);
+            if taken {
+                target
+            } else {
+                next
+            }
         }
     };
     regs.set_ip(ip);
@@ -553,8 +629,7 @@ mod tests {
             &[0x0f, 0x0b],             // ud2
             &[0x48, 0xcf],             // iretq
             &[0xf4],                   // hlt
-            &[0xe2, 0xfe],             // loop
-            &[0xe3, 0xfe],             // jrcxz
+            &[0x66, 0xe2, 0xfe],       // loopw (16-bit target)
             &[0xcb],                   // retf
             &[0xff, 0x28],             // jmp far [rax]
             &[0xff, 0x18],             // call far [rax]
@@ -730,6 +805,80 @@ mod tests {
         emulate(Emulate::Cli, 0x13, 1, &mut r);
         emulate(Emulate::Sti, 0x14, 1, &mut r);
         assert_eq!(r.flags & FLAG_IF, FLAG_IF);
+    }
+
+    #[test]
+    fn loop_forms_are_emulated() {
+        use LoopOp::*;
+        // (bytes, op, ecx, rel8 target from BASE)
+        for (code, op, ecx) in [
+            (&[0xe2, 0x10][..], Loop, false),
+            (&[0xe1, 0x10], Loope, false),
+            (&[0xe0, 0x10], Loopne, false),
+            (&[0xe3, 0x10], Jrcxz, false),
+            (&[0x67, 0xe2, 0x10], Loop, true),
+            (&[0x67, 0xe3, 0x10], Jrcxz, true),
+        ] {
+            let i = analyze(code, BASE, BASE).unwrap();
+            let target = BASE + code.len() as u64 + 0x10;
+            assert_eq!(
+                i.kind,
+                Kind::Emulate(Emulate::Loop { op, ecx, target }),
+                "{code:x?}"
+            );
+        }
+        // A backward loop (rel8 -2: to itself).
+        let i = analyze(&[0xe2, 0xfe], BASE, BASE).unwrap();
+        assert_eq!(
+            i.kind,
+            Kind::Emulate(Emulate::Loop {
+                op: Loop,
+                ecx: false,
+                target: BASE
+            })
+        );
+    }
+
+    #[test]
+    fn loop_semantics() {
+        use LoopOp::*;
+        // loop: decrement, jump unless 0; flags unchanged.
+        assert_eq!(loop_step(Loop, false, 3, 0), (true, 2));
+        assert_eq!(loop_step(Loop, false, 1, 0), (false, 0));
+        assert_eq!(loop_step(Loop, false, 0, 0), (true, u64::MAX));
+        // loope / loopne also need ZF set / clear.
+        assert_eq!(loop_step(Loope, false, 3, FLAG_ZF), (true, 2));
+        assert_eq!(loop_step(Loope, false, 3, 0), (false, 2));
+        assert_eq!(loop_step(Loopne, false, 3, 0), (true, 2));
+        assert_eq!(loop_step(Loopne, false, 3, FLAG_ZF), (false, 2));
+        assert_eq!(loop_step(Loopne, false, 1, 0), (false, 0));
+        // jrcxz reads only.
+        assert_eq!(loop_step(Jrcxz, false, 0, 0), (true, 0));
+        assert_eq!(loop_step(Jrcxz, false, 1 << 32, 0), (false, 1 << 32));
+        // The 32-bit forms look at ecx and write it zero-extended.
+        assert_eq!(loop_step(Jrcxz, true, 1 << 32, 0), (true, 1 << 32));
+        assert_eq!(loop_step(Loop, true, (5 << 32) | 1, 0), (false, 0));
+        assert_eq!(loop_step(Loop, true, 5 << 32, 0), (true, 0xffff_ffff));
+        // On the registers: rcx and rip.
+        let mut r = regs();
+        r.gpr[1] = 2;
+        let e = Emulate::Loop {
+            op: Loop,
+            ecx: false,
+            target: 0x900,
+        };
+        emulate(e, 0x1000, 2, &mut r);
+        assert_eq!((r.ip, r.gpr[1]), (0x900, 1));
+        emulate(e, 0x1000, 2, &mut r);
+        assert_eq!((r.ip, r.gpr[1]), (0x1002, 0));
+        let flags = r.flags;
+        let e = Emulate::Loop {
+            op: Jrcxz,
+            ecx: false,
+            target: 0x800,
+        };
+        emulate(e, 0x1002, 2, &mut r);
+        assert_eq!((r.ip, r.gpr[1], r.flags), (0x800, 0, flags));
     }
 
     #[test]
