@@ -337,8 +337,9 @@ fn kprobe_debug_handler(regs: &mut PtRegs) -> bool {
 
 /// A probe on a function-tracing call site, called by `ftrace_regs_caller`
 /// with the registers at the site (Linux: kprobe_ftrace_handler). The site
-/// is a NOP to the probed code: the pre-handlers see `regs.rip` = the site
-/// + 1, as after an int3, then the post-handlers see it after the site.
+/// is a NOP to the probed code: the pre-handlers see `regs.rip` one past
+/// the site's first byte, as after an int3, then the post-handlers see it
+/// after the site.
 /// A pre-handler that returns true has set `regs.rip` itself. Interrupts may
 /// be on here; preemption is off for the handlers, and a hit while this CPU
 /// is in a probe's handler counts as missed.
@@ -836,7 +837,9 @@ fn pre_handler_kretprobe(kp: &Kprobe, regs: &mut PtRegs) -> bool {
     }
     // At the hook the return address is on top of the stack.
     let cookie = rp.cookie.load(Ordering::Relaxed);
-    if !crate::trace::fgraph::rethook_hijack(cookie, regs.rsp as *mut u64) {
+    // SAFETY: the hook runs at the function's first instruction, where
+    // `regs.rsp` points at its return address on this task's stack.
+    if !unsafe { crate::trace::fgraph::rethook_hijack(cookie, regs.rsp as *mut u64) } {
         rp.nactive.fetch_sub(1, Ordering::Relaxed);
         rp.nmissed.fetch_add(1, Ordering::Relaxed);
     }

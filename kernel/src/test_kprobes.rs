@@ -325,11 +325,8 @@ fn check_regs(insn: &kprobe_insn::ProbedInsn) -> Option<String> {
     match insn.kind {
         Kind::Emulate(e) => match e {
             Emulate::Jmp(t) => want_rip = t,
-            Emulate::Jcc { cc, target } => {
-                if kprobe_insn::cond_holds(cc, flags0) {
-                    want_rip = target
-                }
-            }
+            Emulate::Jcc { cc, target } if kprobe_insn::cond_holds(cc, flags0) => want_rip = target,
+            Emulate::Jcc { .. } => {}
             Emulate::Call(t) => {
                 want_rip = t;
                 want_rsp = rsp0 - 8;

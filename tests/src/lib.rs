@@ -102,40 +102,6 @@ fn with_dump_on_oops(args: &[&str]) -> Vec<String> {
     out
 }
 
-#[cfg(test)]
-mod dump_on_oops_tests {
-    use super::with_dump_on_oops;
-
-    #[test]
-    fn the_option_joins_the_kernel_command_line() {
-        assert_eq!(
-            with_dump_on_oops(&["--smp", "2"]),
-            ["--smp", "2", "--cmdline", "ftrace_dump_on_oops"]
-        );
-        assert_eq!(
-            with_dump_on_oops(&["--cmdline", "stacktrace", "--smp", "2"]),
-            ["--cmdline", "stacktrace ftrace_dump_on_oops", "--smp", "2"]
-        );
-        // QEMU's own arguments after `--` are left alone.
-        assert_eq!(
-            with_dump_on_oops(&["--smp", "2", "--", "-serial", "file:x"]),
-            [
-                "--smp",
-                "2",
-                "--cmdline",
-                "ftrace_dump_on_oops",
-                "--",
-                "-serial",
-                "file:x"
-            ]
-        );
-        assert_eq!(
-            with_dump_on_oops(&["--", "--cmdline", "x"]),
-            ["--cmdline", "ftrace_dump_on_oops", "--", "--cmdline", "x"]
-        );
-    }
-}
-
 impl Kernel {
     /// Boots the mcount-instrumented kernel with extra qemu.sh arguments
     /// (e.g. `["--smp", "4"]`) and waits for the first prompt.
@@ -238,4 +204,38 @@ pub fn ktrace_bin() -> PathBuf {
         .expect("cannot run cargo");
     assert!(status.success(), "building ktrace failed");
     root.join("target/release/ktrace")
+}
+
+#[cfg(test)]
+mod dump_on_oops_tests {
+    use super::with_dump_on_oops;
+
+    #[test]
+    fn the_option_joins_the_kernel_command_line() {
+        assert_eq!(
+            with_dump_on_oops(&["--smp", "2"]),
+            ["--smp", "2", "--cmdline", "ftrace_dump_on_oops"]
+        );
+        assert_eq!(
+            with_dump_on_oops(&["--cmdline", "stacktrace", "--smp", "2"]),
+            ["--cmdline", "stacktrace ftrace_dump_on_oops", "--smp", "2"]
+        );
+        // QEMU's own arguments after `--` are left alone.
+        assert_eq!(
+            with_dump_on_oops(&["--smp", "2", "--", "-serial", "file:x"]),
+            [
+                "--smp",
+                "2",
+                "--cmdline",
+                "ftrace_dump_on_oops",
+                "--",
+                "-serial",
+                "file:x"
+            ]
+        );
+        assert_eq!(
+            with_dump_on_oops(&["--", "--cmdline", "x"]),
+            ["--cmdline", "ftrace_dump_on_oops", "--", "--cmdline", "x"]
+        );
+    }
 }

@@ -292,9 +292,9 @@ impl<'a> KallSyms<'a> {
     }
 
     /// [`lookup`](Self::lookup) for every address of `addrs`, which must be
-    /// in increasing order, in one walk of the table beside them: O(addresses
-    /// + symbols) for the whole list, instead of a binary search per address
-    /// (O(addresses * log symbols)). An address below the one before it is
+    /// in increasing order, in one walk of the table beside them:
+    /// O(addresses plus symbols) for the whole list, instead of a binary
+    /// search per address (O(addresses times log symbols)). An address below the one before it is
     /// looked up by binary search, so the result is always `lookup`'s.
     pub fn lookup_sorted<'s, I>(&'s self, addrs: I) -> impl Iterator<Item = Option<Symbol<'a>>> + 's
     where

@@ -326,6 +326,7 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
     let rs = &task.ret_stack;
     // The clock read is inlined (as a plain closure or the function item,
     // the compiler calls it once the user's hook is inlined too).
+    #[allow(clippy::redundant_closure)] // the closure carries #[inline(always)]
     let Some((idx, calltime)) = rs.push(
         ret,
         func,
@@ -375,14 +376,18 @@ pub fn set_rethook_handler(handler: fn(u64, u64, u64)) {
 /// pushes a frame on the running task's shadow stack and writes
 /// `return_to_handler` into the slot (Linux: rethook_hook). False if there
 /// is no task, the stack is full or the graph is dead.
-pub fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
+///
+/// # Safety
+/// `slot` must hold the return address of a function stopped at its first
+/// instruction, on the running task's stack.
+pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
     if ftrace_graph_is_dead() || !valid_return_slot(slot as u64) || cookie >= RETHOOK_COOKIE_LIMIT {
         return false;
     }
     let Some(task) = crate::sched::current() else {
         return false;
     };
-    // SAFETY: the caller passes the slot holding the return address of a
+    // SAFETY: the caller's contract: the slot holds the return address of a
     // function at its first instruction, on the running task's stack.
     let ret = unsafe { slot.read() };
     if task

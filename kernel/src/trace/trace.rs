@@ -878,9 +878,11 @@ pub static OPTIONS_CHANGED: crate::hook::Hook<fn(&TraceArray, &tracer::options::
 /// fails with it (Linux: the current tracer's `flag_changed`, whose
 /// refusal makes `set_tracer_flag` fail; the latency tracers restart for
 /// `display-graph` here).
-pub static FLAG_CHANGED: crate::hook::Hook<
-    fn(&TraceArray, &tracer::options::OptionChange) -> Result<(), crate::fs::Errno>,
-> = crate::hook::Hook::new();
+pub static FLAG_CHANGED: crate::hook::Hook<FlagChangedFn> = crate::hook::Hook::new();
+
+/// The signature of a [`FLAG_CHANGED`] hook.
+pub type FlagChangedFn =
+    fn(&TraceArray, &tracer::options::OptionChange) -> Result<(), crate::fs::Errno>;
 
 /// Runs [`FLAG_CHANGED`]; on a refusal, puts the option back as it was.
 fn flag_changed(

@@ -370,7 +370,11 @@ fn regs_only(tp: &TraceProbe) -> Option<Vec<fetch::RegCopy>> {
         Some(offset_of!(PtRegs, ss)),
     ];
     fetch::compile_reg_copies(tp, core::mem::size_of::<PtRegs>(), |r| {
-        OFFSETS.get(usize::from(r)).copied().flatten().map(|o| o as u16)
+        OFFSETS
+            .get(usize::from(r))
+            .copied()
+            .flatten()
+            .map(|o| o as u16)
     })
 }
 

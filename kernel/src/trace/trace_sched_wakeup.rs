@@ -117,7 +117,6 @@ pub static WAKEUP_TRACER: Tracer = Tracer {
     allow_instances: true,
     use_max_tr: true,
     print_max: true,
-    ..Tracer::EMPTY
 };
 
 /// `wakeup_rt`: real-time tasks only.
@@ -131,7 +130,6 @@ pub static WAKEUP_RT_TRACER: Tracer = Tracer {
     allow_instances: true,
     use_max_tr: true,
     print_max: true,
-    ..Tracer::EMPTY
 };
 
 /// The printer of an open `trace` (Linux: `wakeup_trace_open`,
