@@ -56,7 +56,11 @@ pub fn write_bytes(bytes: &[u8]) {
     without_interrupts_raw(|| send_all(&mut COM1.lock(), bytes));
 }
 
+/// Never inlined, as Linux's printk: a crash dump shows `_print <-` the
+/// function that printed (tests/tests/ftrace_dump.rs looks for `die`'s),
+/// whatever the compiler decides for the caller.
 #[doc(hidden)]
+#[inline(never)]
 pub fn _print(args: fmt::Arguments) {
     without_interrupts_raw(|| {
         let _ = Writer(&mut COM1.lock()).write_fmt(args);
