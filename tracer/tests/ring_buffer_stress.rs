@@ -430,16 +430,28 @@ fn stress_swap_cpu_with_writers() {
     let reserved = new_counters();
     let clock = Arc::new(AtomicU64::new(1_000));
     let done = Arc::new(AtomicU64::new(0));
+    // Swaps made so far: each writer waits half-way for MIN_SWAPS of them,
+    // so that however the host schedules the threads, the swaps come while
+    // every writer is in the middle of its stream.
+    const MIN_SWAPS: u64 = 10;
+    let swaps_made = Arc::new(AtomicU64::new(0));
 
     let writers: Vec<_> = (0..NR_CPUS)
         .map(|cpu| {
             let (rb, gps, reserved) = (live.clone(), gps.clone(), reserved.clone());
-            let (clock, done) = (clock.clone(), done.clone());
+            let (clock, done, swaps_made) = (clock.clone(), done.clone(), swaps_made.clone());
             thread::spawn(move || {
                 let mut seq = 0u64;
                 let mut failed = 0u64;
                 let mut i = 0u64;
+                let mut waited = false;
                 while seq < N {
+                    if !waited && seq >= N / 2 {
+                        waited = true;
+                        while swaps_made.load(Ordering::SeqCst) < MIN_SWAPS {
+                            thread::yield_now();
+                        }
+                    }
                     i += 1;
                     let ts = clock.fetch_add(1, Ordering::Relaxed);
                     let len = 24 + (i % 5) as usize * 4;
@@ -496,6 +508,7 @@ fn stress_swap_cpu_with_writers() {
             unsafe { live.swap_cpu(&spare, cpu) }.unwrap();
         }
         swaps += 1;
+        swaps_made.store(swaps, Ordering::SeqCst);
         rcu_synchronize(&gps);
         for (cpu, &b) in before.iter().enumerate() {
             if swaps.is_multiple_of(2) {
@@ -529,7 +542,10 @@ fn stress_swap_cpu_with_writers() {
         }
     }
     eprintln!("swaps {swaps}, failed writes {failed:?}");
-    assert!(swaps >= 10, "too few swaps to mean anything: {swaps}");
+    assert!(
+        swaps >= MIN_SWAPS,
+        "too few swaps to mean anything: {swaps}"
+    );
     for (cpu, &f) in failed.iter().enumerate() {
         assert_eq!(f, 0, "cpu {cpu}: a write failed");
         assert_eq!(live.stats(cpu).unwrap().dropped_events, 0);
