@@ -5,7 +5,9 @@
 //! Linux's functions), the files an event gets, records with the argument
 //! values of calls whose arguments the shell's workloads fix, filters and
 //! triggers on a probe event, EBUSY while an event is enabled, and hit
-//! counts equal to the known number of calls.
+//! counts equal to the known number of calls; probe events in instances
+//! (each instance's own files, records only where enabled, EBUSY while
+//! enabled in any instance, as Linux 6.1 does).
 
 use tests::Kernel;
 
@@ -57,8 +59,13 @@ fn only_entry(log: &str) -> String {
 
 /// The `trace` lines of event `name`.
 fn events(k: &mut Kernel, name: &str) -> Vec<String> {
+    events_in(k, "trace", name)
+}
+
+/// The lines of event `name` in the trace file `trace`.
+fn events_in(k: &mut Kernel, trace: &str, name: &str) -> Vec<String> {
     let tag = format!(" {name}: ");
-    cat(k, "trace")
+    cat(k, trace)
         .lines()
         .filter(|l| !l.starts_with('#') && l.contains(&tag))
         .map(String::from)
@@ -687,6 +694,114 @@ fn group_files_and_set_event() {
         .lines()
         .all(|l| l.trim() != "kprobes"));
     assert!(echo(&mut k, "kprobes:a", "set_event").contains("Invalid argument"));
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
+
+/// `instances/INST/trace`'s lines of event `name`.
+fn inst_events(k: &mut Kernel, inst: &str, name: &str) -> Vec<String> {
+    events_in(k, &format!("instances/{inst}/trace"), name)
+}
+
+#[test]
+fn probe_events_in_instances() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let def = format!("p:myp {STACK_FN} level=$arg2:u32");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(k.run(&format!("mkdir {T}/instances/foo")), "");
+    // An instance made after the probe has its files, and the group's.
+    let ls = clean(&k.run(&format!("ls {T}/instances/foo/events/kprobes")));
+    let names: Vec<&str> = ls.lines().map(str::trim).collect();
+    assert_eq!(names, ["enable", "filter", "myp"], "{ls}");
+    let ls = clean(&k.run(&format!("ls {T}/instances/foo/events/kprobes/myp")));
+    let names: Vec<&str> = ls.lines().map(str::trim).collect();
+    assert_eq!(
+        names,
+        ["enable", "filter", "format", "id", "trigger"],
+        "{ls}"
+    );
+    assert_eq!(
+        cat(&mut k, "instances/foo/events/kprobes/myp/id"),
+        cat(&mut k, "events/kprobes/myp/id")
+    );
+    // Enabled in the instance only (through its set_event).
+    assert_eq!(echo(&mut k, "kprobes:myp", "instances/foo/set_event"), "");
+    assert_eq!(cat(&mut k, "instances/foo/set_event"), "kprobes:myp\n");
+    assert_eq!(cat(&mut k, "set_event"), "");
+    assert_eq!(
+        cat(&mut k, "instances/foo/events/kprobes/myp/enable"),
+        "1\n"
+    );
+    assert_eq!(cat(&mut k, "events/kprobes/myp/enable"), "0\n");
+    assert_eq!(cat(&mut k, "instances/foo/events/kprobes/enable"), "1\n");
+    assert_eq!(cat(&mut k, "events/kprobes/enable"), "0\n");
+    let out = clean(&k.run("work stack 3"));
+    assert!(out.contains("4 calls"), "{out}");
+    let lines = inst_events(&mut k, "foo", "myp");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (i, l) in lines.iter().enumerate() {
+        assert!(l.contains(&format!("({STACK_FN}+0x0/0x")), "{l}");
+        assert!(l.ends_with(&format!(" level={i}")), "{l}");
+    }
+    assert_eq!(events(&mut k, "myp"), Vec::<String>::new());
+    // Removing it while enabled in an instance only: EBUSY, by `-:` and by
+    // a truncating write.
+    assert!(echo(&mut k, "-:myp", "kprobe_events").contains("Device or resource busy"));
+    assert!(clean(&k.run(&format!("echo > {T}/kprobe_events"))).contains("Device or resource busy"));
+    assert!(cat(&mut k, "kprobe_events").contains("p:kprobes/myp "));
+    // Enabled in both: each array gets every hit once.
+    assert_eq!(echo(&mut k, "1", "events/kprobes/myp/enable"), "");
+    assert_eq!(k.run(&format!("echo > {T}/instances/foo/trace")), "");
+    clean(&k.run("work stack 2"));
+    assert_eq!(inst_events(&mut k, "foo", "myp").len(), 3);
+    assert_eq!(events(&mut k, "myp").len(), 3);
+    // Off in the instance: the top level still records, the instance no.
+    assert_eq!(
+        echo(&mut k, "0", "instances/foo/events/kprobes/myp/enable"),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo > {T}/instances/foo/trace")), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    clean(&k.run("work stack 1"));
+    assert_eq!(inst_events(&mut k, "foo", "myp").len(), 0);
+    assert_eq!(events(&mut k, "myp").len(), 2);
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myp/enable"), "");
+
+    // A probe defined while instances exist appears in them; rmdir of an
+    // instance where it is enabled works, and then it can be removed.
+    let def = format!("r:myr {STACK_FN} $retval");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(k.run(&format!("mkdir {T}/instances/bar")), "");
+    for inst in ["foo", "bar"] {
+        let ls = clean(&k.run(&format!("ls {T}/instances/{inst}/events/kprobes")));
+        let names: Vec<&str> = ls.lines().map(str::trim).collect();
+        assert_eq!(names, ["enable", "filter", "myp", "myr"], "{inst}: {ls}");
+    }
+    assert_eq!(
+        echo(&mut k, "1", "instances/bar/events/kprobes/myr/enable"),
+        ""
+    );
+    assert!(echo(&mut k, "-:myr", "kprobe_events").contains("Device or resource busy"));
+    clean(&k.run("work stack 1"));
+    assert_eq!(inst_events(&mut k, "bar", "myr").len(), 2);
+    assert_eq!(k.run(&format!("rmdir {T}/instances/bar")), "");
+    assert_eq!(echo(&mut k, "-:myr", "kprobe_events"), "");
+    let ls = clean(&k.run(&format!("ls {T}/instances/foo/events/kprobes")));
+    let names: Vec<&str> = ls.lines().map(str::trim).collect();
+    assert_eq!(names, ["enable", "filter", "myp"], "{ls}");
+    // The last probe goes with its group's directory in every array.
+    assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
+    for dir in [format!("{T}/events"), format!("{T}/instances/foo/events")] {
+        assert!(
+            clean(&k.run(&format!("ls {dir}")))
+                .lines()
+                .all(|l| l.trim() != "kprobes"),
+            "{dir}"
+        );
+    }
+    assert!(echo(&mut k, "kprobes:myp", "instances/foo/set_event").contains("Invalid argument"));
+    // The instance works on without it.
+    assert_eq!(k.run(&format!("rmdir {T}/instances/foo")), "");
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }

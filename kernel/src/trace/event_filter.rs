@@ -259,15 +259,16 @@ pub fn create_event_filter_file(
     })
 }
 
-/// Creates `filter` in `dir` for an event file that lives for ever (a
+/// Creates `filter` in `dir` for the file of an event made at run time (a
 /// probe event's, see `trace_kprobe`).
-pub fn create_event_filter_file_static(
+pub fn create_event_filter_file_dyn(
     dir: &Dentry,
-    file: &'static TraceEventFile,
+    file: super::events::DynFileRef,
 ) -> Result<Dentry, Errno> {
     tracefs::create_file(dir, "filter", TRACE_MODE_WRITE, move |_: OpenFlags| {
+        let file = file.clone();
         let f = SeqFile::new(file.filter.text())
-            .with_write(move |buf| apply_event_filter(file, buf).map(|()| buf.len()));
+            .with_write(move |buf| apply_event_filter(&file, buf).map(|()| buf.len()));
         Ok(Box::new(f) as Box<dyn OpenFile>)
     })
 }

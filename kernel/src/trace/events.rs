@@ -521,7 +521,54 @@ pub struct TrEvents {
     /// The files of the events made at run time (probe events) in this
     /// array, oldest first; their maker adds and removes them, under the
     /// event mutex (Linux: their `trace_event_file`s on `tr->events`).
-    dynamic: Mutex<alloc::vec::Vec<&'static TraceEventFile>>,
+    /// Each points into [`Self::dynamic_owned`].
+    dynamic: Mutex<alloc::vec::Vec<*const TraceEventFile>>,
+    /// Every file ever added by [`Self::add_dynamic`], removed or not: a
+    /// file is freed with its array only, so that a reference to it taken
+    /// while the array lives (an open `filter` file, a `set_event` write
+    /// in progress) never dangles. A removed probe event leaves its few
+    /// hundred bytes here until the array goes.
+    #[allow(clippy::vec_box)] // a box gives each file an address that stays
+    dynamic_owned: Mutex<alloc::vec::Vec<Box<TraceEventFile>>>,
+}
+
+// SAFETY: the raw pointers of `dynamic` point into the boxes of
+// `dynamic_owned`, which live as long as `self`; the files are Sync.
+unsafe impl Send for TrEvents {}
+// SAFETY: as for Send.
+unsafe impl Sync for TrEvents {}
+
+/// A handle on an event file made at run time that keeps its trace array,
+/// and so the file, alive (for the closures of its tracefs files).
+#[derive(Clone)]
+pub struct DynFileRef {
+    /// Held, never read: it keeps the box `file` points into.
+    _tr: Arc<TraceArray>,
+    file: *const TraceEventFile,
+}
+
+// SAFETY: `file` points into `_tr`'s `dynamic_owned`, alive while `_tr` is.
+unsafe impl Send for DynFileRef {}
+// SAFETY: as for Send.
+unsafe impl Sync for DynFileRef {}
+
+impl core::ops::Deref for DynFileRef {
+    type Target = TraceEventFile;
+    fn deref(&self) -> &TraceEventFile {
+        // SAFETY: see the Send impl: `self._tr` keeps the box alive.
+        unsafe { &*self.file }
+    }
+}
+
+impl DynFileRef {
+    /// The handle of `file`, which `tr.events.add_dynamic` returned.
+    pub fn new(tr: &Arc<TraceArray>, file: &TraceEventFile) -> DynFileRef {
+        debug_assert!(core::ptr::eq(file.tr, Arc::as_ptr(tr)));
+        DynFileRef {
+            _tr: tr.clone(),
+            file,
+        }
+    }
 }
 
 impl Default for TrEvents {
@@ -537,15 +584,35 @@ impl TrEvents {
             files: Once::new(),
             pid: TrEventPid::new(),
             dynamic: Mutex::new(alloc::vec::Vec::new()),
+            dynamic_owned: Mutex::new(alloc::vec::Vec::new()),
         }
     }
 
-    /// Adds the file of an event made at run time (see [`Self::all_files`]).
-    pub fn add_dynamic(&self, file: &'static TraceEventFile) {
+    /// Keeps the file of an event made at run time for as long as `self`
+    /// lives (see [`Self::dynamic_owned`]); [`Self::add_dynamic`] then
+    /// makes it one of the array's events.
+    pub fn own_dynamic(&self, file: TraceEventFile) -> &TraceEventFile {
+        let b = Box::new(file);
+        let p: *const TraceEventFile = &*b;
+        self.dynamic_owned.lock().push(b);
+        // SAFETY: the box is in `dynamic_owned` until `self` is dropped, and
+        // a box's contents do not move when the vector grows.
+        unsafe { &*p }
+    }
+
+    /// Adds the file of an event made at run time, which
+    /// [`Self::own_dynamic`] returned (see [`Self::all_files`]).
+    pub fn add_dynamic(&self, file: &TraceEventFile) {
+        debug_assert!(self
+            .dynamic_owned
+            .lock()
+            .iter()
+            .any(|b| core::ptr::eq(&**b, file)));
         self.dynamic.lock().push(file);
     }
 
-    /// Removes the file of an event made at run time.
+    /// Takes the file of an event made at run time off the lists (it stays
+    /// allocated until the array goes).
     pub fn remove_dynamic(&self, file: &TraceEventFile) {
         self.dynamic.lock().retain(|f| !core::ptr::eq(*f, file));
     }
@@ -554,8 +621,14 @@ impl TrEvents {
     /// Linux adds them at the head of `tr->events`), then the declared
     /// ones in [`event_calls`] order.
     pub fn all_files(&self) -> alloc::vec::Vec<&TraceEventFile> {
-        let mut v: alloc::vec::Vec<&TraceEventFile> =
-            self.dynamic.lock().iter().rev().map(|f| &**f).collect();
+        let mut v: alloc::vec::Vec<&TraceEventFile> = self
+            .dynamic
+            .lock()
+            .iter()
+            .rev()
+            // SAFETY: each points into `dynamic_owned`, alive while `self` is.
+            .map(|f| unsafe { &**f })
+            .collect();
         v.extend(self.files().iter());
         v
     }
@@ -779,6 +852,26 @@ pub fn set_dynamic_events_lister(lister: fn() -> String) {
     DYNAMIC_EVENTS_LISTER.call_once(|| lister);
 }
 
+/// What the maker of run-time events does when an instance comes and goes
+/// (Linux: `event_trace_add_tracer` and `event_trace_del_tracer` walk
+/// every event, run-time ones included; here their maker gives each
+/// instance its files).
+pub struct DynamicEventsTrOps {
+    /// Gives the new instance `tr`, whose directory is `dir`, a file and
+    /// the `events/GROUP/EVENT/` files of each run-time event.
+    pub init_tr: fn(&Arc<TraceArray>, &Dentry) -> Result<(), Errno>,
+    /// Disables the run-time events of `tr` and forgets its files (with
+    /// the event mutex held), before `tr` is freed.
+    pub del_tr: fn(&MutexGuard<'static, ()>, &TraceArray),
+}
+
+static DYNAMIC_EVENTS_TR_OPS: spin::Once<DynamicEventsTrOps> = spin::Once::new();
+
+/// Registers [`DynamicEventsTrOps`] (once, by `trace_kprobe`'s init).
+pub fn set_dynamic_events_tr_ops(ops: DynamicEventsTrOps) {
+    DYNAMIC_EVENTS_TR_OPS.call_once(|| ops);
+}
+
 /// `available_events`: `system:event` per line.
 pub fn available_events() -> String {
     // Probe events first, newest first, as Linux adds an event made at
@@ -871,7 +964,15 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
         tracefs::create_show(&d, "format", move || call.format_file())?;
         tracefs::create_show(&d, "id", move || format!("{}\n", call.id))?;
     }
-    super::event_files::init_tr(tr, dir)
+    super::event_files::init_tr(tr, dir)?;
+    // An instance gets the probe events that exist (the top level gets
+    // each one when it is made).
+    if !global_trace().is_some_and(|g| core::ptr::eq(g, tr_ptr)) {
+        if let Some(ops) = DYNAMIC_EVENTS_TR_OPS.get() {
+            (ops.init_tr)(tr, dir)?;
+        }
+    }
+    Ok(())
 }
 
 /// Takes the events of `tr` down before it is freed (Linux:
@@ -884,12 +985,16 @@ pub fn del_tr(tr: &TraceArray) {
     let guard = event_mutex();
     super::event_pid::del_tr(tr);
     super::trigger::clear_event_triggers(&guard, tr);
-    for file in tr.events.files() {
+    for file in tr.events.all_files() {
         // Only triggers take soft references, and they are gone.
         file.sm_ref.store(0, Ordering::Relaxed);
         file.clear_flags(flags::SOFT_MODE);
         if let Err(e) = ftrace_event_enable_disable_locked(&guard, file, false) {
             println!("trace events: cannot disable {}: {e:?}", file.full_name());
         }
+    }
+    // Their maker forgets the files of its events in `tr`, now disabled.
+    if let Some(ops) = DYNAMIC_EVENTS_TR_OPS.get() {
+        (ops.del_tr)(&guard, tr);
     }
 }

@@ -42,23 +42,36 @@
 //! A group is an event system: `events/GROUP/{enable,filter}` act on its
 //! probe events, and `set_event` names them as `GROUP:EVENT`.
 //!
-//! Not here yet: probe events in instances.
+//! Probe events in instances (Linux 6.1 does the same): each event has a
+//! file in every instance too, with the same
+//! `instances/NAME/events/GROUP/EVENT/` files and group files, made when the
+//! event is made or, for an instance made later, by [`init_instance`]
+//! (called from `events::init_tr`). An instance's file belongs to that
+//! instance's array and is freed with it. Enabling the event in an array
+//! adds that array's file to the event's set of enabled files
+//! ([`ProbeEventFile::targets`]); the dispatcher writes one record into
+//! each file of the set, so each array gets only the hits of its own
+//! enabling. The set is replaced whole and the old one freed after a grace
+//! period, so a CPU in the dispatcher never reads a freed set; `rmdir` of
+//! an instance disables its files first (`events::del_tr`). Removing a
+//! probe is EBUSY while its event is enabled in any array.
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use spin::{Mutex, MutexGuard, Once};
+use tracer::trace_events::TraceEventCall;
 use tracer::trace_probe::fetch::{self, FetchEnv};
 use tracer::trace_probe::registry::{self, ProbeEvent};
 use tracer::trace_probe::{
     self as tp, log_entry, ProbeError, ProbeLogEntry, ProbeSymbols, TpErr, TraceProbe,
 };
 
-use super::events::{self, flags, GateFns, GateSpec, ProbeSel, TraceEventFile};
-use super::trace::{global_trace, global_trace_arc, trace_entry_word};
+use super::events::{self, flags, DynFileRef, GateFns, GateSpec, ProbeSel, TraceEventFile};
+use super::trace::{global_trace, global_trace_arc, trace_entry_word, TraceArray};
 use crate::fs::tracefs::{self, Dentry, SeqFile, TRACE_MODE_READ, TRACE_MODE_WRITE};
 use crate::fs::{Errno, OpenFile, OpenFlags};
 use crate::kprobes::{self, Kprobe, Kretprobe, PtRegs};
@@ -74,6 +87,81 @@ struct ProbeEventFile {
     file: &'static TraceEventFile,
     /// `events/GROUP`.
     group_dir: Dentry,
+    /// Its file in each instance. Changed under the event mutex.
+    inst: Mutex<Vec<InstFile>>,
+    /// The files where it is enabled now, which its probes' dispatchers
+    /// write to (their `targets` point to it); `None` while it is enabled
+    /// nowhere. Replaced whole under the event mutex, the old set freed
+    /// after a grace period (Linux: the `trace_event_file_link` list of
+    /// `trace_probe_event`, an RCU list).
+    targets: Mutex<Option<Box<Targets>>>,
+}
+
+/// The event's file in one instance, that instance's directory and its
+/// `events/GROUP`.
+struct InstFile {
+    file: DynFileRef,
+    root: Dentry,
+    group_dir: Dentry,
+}
+
+/// The enabled files of one event, one per trace array (see
+/// [`ProbeEventFile::targets`]): the first written by the dispatcher
+/// itself, the others (the event enabled in several arrays at once) out
+/// of line, so that one array costs what it did before instances had
+/// probe events.
+struct Targets {
+    first: *const TraceEventFile,
+    rest: Box<[*const TraceEventFile]>,
+}
+
+impl Targets {
+    /// The set of `files`, none if empty.
+    fn new(files: &[*const TraceEventFile]) -> Option<Box<Targets>> {
+        let (&first, rest) = files.split_first()?;
+        Some(Box::new(Targets {
+            first,
+            rest: rest.into(),
+        }))
+    }
+
+    fn files(&self) -> Vec<*const TraceEventFile> {
+        let mut v = alloc::vec![self.first];
+        v.extend_from_slice(&self.rest);
+        v
+    }
+}
+
+// SAFETY: the pointers are to event files, which are Sync and live as long
+// as their trace array; an array disables its files (taking them out of
+// every set, then a grace period) before it is freed.
+unsafe impl Send for Targets {}
+// SAFETY: as for Send.
+unsafe impl Sync for Targets {}
+
+impl ProbeEventFile {
+    /// Every file of the event: the top level's, then each instance's.
+    fn all_files(&self) -> Vec<&TraceEventFile> {
+        let mut v = alloc::vec![self.file];
+        // SAFETY: `inst` entries hold their array (DynFileRef), and are only
+        // dropped with the ProbeEventFile or under the event mutex by the
+        // caller's own code; the references are used under that mutex.
+        v.extend(
+            self.inst
+                .lock()
+                .iter()
+                .map(|i| unsafe { &*(&*i.file as *const TraceEventFile) }),
+        );
+        v
+    }
+
+    /// Whether the event is enabled, or held by a trigger, in some array:
+    /// it cannot be removed (EBUSY).
+    fn busy(&self) -> bool {
+        self.all_files()
+            .iter()
+            .any(|f| f.is_enabled() || f.flags() & flags::SOFT_MODE != 0)
+    }
 }
 
 /// What a definition registered with the kprobe core (Linux: the
@@ -91,8 +179,10 @@ pub struct TraceKprobe {
     probe: ProbeHandle,
     /// Hits while enabled (Linux: `nhit`, per CPU there).
     nhit: AtomicU64,
-    /// Set while the event is enabled: the dispatcher does nothing else.
-    enabled: AtomicBool,
+    /// The files the dispatcher writes to (its event's
+    /// [`ProbeEventFile::targets`]), null while the event is enabled
+    /// nowhere: the dispatcher does nothing else.
+    targets: AtomicPtr<Targets>,
     /// An argument copies a string (its size is measured at each hit).
     dynamic: bool,
     /// When every argument is a register stored as it is (`%di`,
@@ -257,12 +347,17 @@ fn kprobe_dispatcher(kp: &Kprobe, regs: &mut PtRegs) -> bool {
     // unregistered, which waits for every CPU to leave its handlers,
     // before that TraceKprobe is dropped.
     let tk = unsafe { &*(kp.data as *const TraceKprobe) };
-    if !tk.enabled.load(Ordering::Acquire) {
+    // SAFETY: a published set is freed only after a grace period, which
+    // this CPU (interrupts off) cannot pass.
+    let Some(t) = (unsafe { tk.targets.load(Ordering::Acquire).as_ref() }) else {
         return false;
-    }
+    };
     tk.nhit.fetch_add(1, Ordering::Relaxed);
-    if let Some(ev) = tk.event.get() {
-        kprobe_trace_func(tk, ev, regs, kp.addr, None);
+    if t.rest.is_empty() {
+        // SAFETY: see Targets' Send impl.
+        kprobe_trace_func(tk, unsafe { &*t.first }, regs, kp.addr, None);
+    } else {
+        kprobe_trace_all(tk, t, regs, kp.addr, None);
     }
     false
 }
@@ -276,12 +371,28 @@ fn kretprobe_dispatcher(rp: &Kretprobe, regs: &mut PtRegs) {
     // unregistered, which waits for every CPU to leave its handler, before
     // that TraceKprobe is dropped.
     let tk = unsafe { &*(rp.data as *const TraceKprobe) };
-    if !tk.enabled.load(Ordering::Acquire) {
+    // SAFETY: a published set is freed only after a grace period, which
+    // this CPU (preemption off) cannot pass.
+    let Some(t) = (unsafe { tk.targets.load(Ordering::Acquire).as_ref() }) else {
         return;
-    }
+    };
     tk.nhit.fetch_add(1, Ordering::Relaxed);
-    if let Some(ev) = tk.event.get() {
-        kprobe_trace_func(tk, ev, regs, rp.addr, Some(regs.rip));
+    let ret_ip = Some(regs.rip);
+    if t.rest.is_empty() {
+        // SAFETY: see Targets' Send impl.
+        kprobe_trace_func(tk, unsafe { &*t.first }, regs, rp.addr, ret_ip);
+    } else {
+        kprobe_trace_all(tk, t, regs, rp.addr, ret_ip);
+    }
+}
+
+/// The records of every file of `t` (the event enabled in several trace
+/// arrays), out of line.
+#[inline(never)]
+fn kprobe_trace_all(tk: &TraceKprobe, t: &Targets, regs: &PtRegs, ip: u64, ret_ip: Option<u64>) {
+    for &file in core::iter::once(&t.first).chain(t.rest.iter()) {
+        // SAFETY: see Targets' Send impl.
+        kprobe_trace_func(tk, unsafe { &*file }, regs, ip, ret_ip);
     }
 }
 
@@ -291,12 +402,11 @@ fn kretprobe_dispatcher(rp: &Kretprobe, regs: &mut PtRegs) {
 #[inline(always)]
 fn kprobe_trace_func(
     tk: &TraceKprobe,
-    ev: &ProbeEventFile,
+    file: &TraceEventFile,
     regs: &PtRegs,
     ip: u64,
     ret_ip: Option<u64>,
 ) {
-    let file = ev.file;
     let env = RegsEnv { regs };
     let dsize = if tk.dynamic {
         fetch::get_data_size(&tk.tp, &env)
@@ -304,7 +414,7 @@ fn kprobe_trace_func(
         0
     };
     let len = (tk.tp.args_offset() + tk.tp.size) as usize + dsize;
-    let hdr = [trace_entry_word(ev.ev.call.id), ip, ret_ip.unwrap_or(0)];
+    let hdr = [trace_entry_word(file.call.id), ip, ret_ip.unwrap_or(0)];
     // Inlined into each writer (a closure shared by both is called out of
     // line, every value it captures a store and a load more per hit).
     #[inline(always)]
@@ -378,9 +488,12 @@ fn regs_only(tp: &TraceProbe) -> Option<Vec<fetch::RegCopy>> {
     })
 }
 
-/// Enables or disables the probes of the event of `file` (its
+/// Enables or disables the event of `file` in `file`'s trace array (its
 /// `class->reg`): only turning on and off matters, the dispatcher reads the
-/// file's filter and triggers at every hit.
+/// file's filter and triggers at every hit. The event's set of enabled
+/// files ([`ProbeEventFile::targets`]) gets or loses `file`; its probes'
+/// int3s go in with its first file and out with its last. With the event
+/// mutex held.
 fn kprobe_event_reg(
     file: &TraceEventFile,
     old: Option<ProbeSel>,
@@ -392,26 +505,65 @@ fn kprobe_event_reg(
         _ => return Ok(()),
     };
     let list = DYN_EVENTS.lock();
+    let Some(ev) = list
+        .iter()
+        .filter_map(|t| t.event.get())
+        .find(|e| e.all_files().iter().any(|f| core::ptr::eq(*f, file)))
+        .cloned()
+    else {
+        return Err(Errno::EINVAL);
+    };
     let mine: Vec<&Arc<TraceKprobe>> = list
         .iter()
-        .filter(|tk| tk.event.get().is_some_and(|e| core::ptr::eq(e.file, file)))
+        .filter(|tk| tk.event.get().is_some_and(|e| Arc::ptr_eq(e, &ev)))
         .collect();
+    let mut cur = ev.targets.lock();
+    let mut files = cur.as_ref().map_or(Vec::new(), |t| t.files());
+    let was_on = !files.is_empty();
+    let p: *const TraceEventFile = file;
     if on {
-        for (i, tk) in mine.iter().enumerate() {
-            tk.enabled.store(true, Ordering::Release);
-            if let Err(e) = tk.enable() {
-                for t in &mine[..=i] {
-                    t.enabled.store(false, Ordering::Release);
-                    let _ = t.disable();
-                }
-                return Err(e);
-            }
+        if !files.contains(&p) {
+            files.push(p);
         }
     } else {
-        for tk in &mine {
-            let _ = tk.disable();
-            tk.enabled.store(false, Ordering::Release);
+        files.retain(|f| *f != p);
+    }
+    let next = Targets::new(&files);
+    let next_ptr = next.as_deref().map_or(core::ptr::null_mut(), |t| {
+        t as *const Targets as *mut Targets
+    });
+    match (was_on, next.is_some()) {
+        (false, true) => {
+            for (i, tk) in mine.iter().enumerate() {
+                tk.targets.store(next_ptr, Ordering::Release);
+                if let Err(e) = tk.enable() {
+                    for t in &mine[..=i] {
+                        let _ = t.disable();
+                        t.targets.store(core::ptr::null_mut(), Ordering::Release);
+                    }
+                    // A hit may have started with the new set.
+                    crate::rcu::synchronize_sched();
+                    return Err(e);
+                }
+            }
         }
+        (true, false) => {
+            for tk in &mine {
+                let _ = tk.disable();
+                tk.targets.store(core::ptr::null_mut(), Ordering::Release);
+            }
+        }
+        _ => {
+            for tk in &mine {
+                tk.targets.store(next_ptr, Ordering::Release);
+            }
+        }
+    }
+    let old = core::mem::replace(&mut *cur, next);
+    if old.is_some() {
+        // No dispatcher still reads the old set after this.
+        crate::rcu::synchronize_sched();
+        drop(old);
     }
     Ok(())
 }
@@ -543,24 +695,33 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
             )))
         },
         nhit: AtomicU64::new(0),
-        enabled: AtomicBool::new(false),
+        targets: AtomicPtr::new(core::ptr::null_mut()),
         dynamic: probe.args.iter().any(|a| a.dynamic),
         regs_only: regs_only(&probe),
     });
     tk.register().map_err(reg_err)?;
-    // Registered disabled unless its event is on (Linux: the kprobe's
-    // DISABLED flag set from the event's state).
-    let event_on = sibling.as_ref().is_some_and(|e| e.file.is_enabled());
-    if event_on {
-        tk.enabled.store(true, Ordering::Release);
+    // Registered disabled unless its event is on somewhere (Linux: the
+    // kprobe's DISABLED flag set from the event's state); then it writes
+    // where its siblings write.
+    let on_targets = sibling.as_ref().map_or(core::ptr::null_mut(), |e| {
+        e.targets
+            .lock()
+            .as_deref()
+            .map_or(core::ptr::null_mut(), |t| {
+                t as *const Targets as *mut Targets
+            })
+    });
+    if !on_targets.is_null() {
+        tk.targets.store(on_targets, Ordering::Release);
     } else if let Err(e) = tk.disable() {
         tk.unregister();
         return Err(reg_err(e));
     }
 
+    let group_exists = list.iter().any(|t| t.tp.group == probe.group);
     let ev = match sibling {
         Some(ev) => ev,
-        None => match make_event(&guard, probe) {
+        None => match make_event(&guard, probe, group_exists) {
             Ok(ev) => ev,
             Err(e) => {
                 tk.unregister();
@@ -573,61 +734,132 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Makes the event of a new `GROUP/EVENT`: its description, its file in
-/// the top-level array and its directory.
-fn make_event(
-    _guard: &MutexGuard<'static, ()>,
-    probe: TraceProbe,
-) -> Result<Arc<ProbeEventFile>, Errno> {
-    let tr = global_trace_arc().ok_or(Errno::ENODEV)?;
-    let events_dir = tracefs::lookup(&tracefs::root(), "events").ok_or(Errno::ENODEV)?;
-    let new_group = tracefs::lookup(&events_dir, &probe.group).is_none();
-    let ev = registry::register(probe)?;
-    let group_dir = tracefs::get_or_create_dir(&events_dir, ev.call.system)?;
-    if new_group {
-        // A new group is an event system with its own `enable` and
-        // `filter` (Linux: `event_subsystem_dir`).
-        if let Err(e) = super::event_files::create_system_files(&tr, &group_dir, ev.call.system) {
-            tracefs::unlink_instance_dir(&events_dir, ev.call.system);
-            return Err(e);
-        }
-    }
-    let file: &'static TraceEventFile = Box::leak(Box::new(TraceEventFile::new_dynamic(
-        &ev.call,
-        kprobe_event_reg,
-        &NO_GATE,
-        &tr,
-    )));
+/// The instances, with their directories, that have the probe events'
+/// files (added and removed by [`init_instance`] and [`del_instance`]).
+/// Taken after [`DYN_EVENTS`].
+static INSTANCES: Mutex<Vec<(Arc<TraceArray>, Dentry)>> = Mutex::new(Vec::new());
+
+/// Makes, in the directory `root` of `tr`, `events/GROUP/` (with the
+/// group's `enable` and `filter` if it is new) and
+/// `events/GROUP/EVENT/{enable,format,id,filter,trigger}` for `file`,
+/// `tr`'s file of the event `call`; returns `events/GROUP`. On error
+/// nothing of it is left.
+fn create_event_dir(
+    tr: &Arc<TraceArray>,
+    root: &Dentry,
+    call: &'static TraceEventCall,
+    file: DynFileRef,
+) -> Result<Dentry, Errno> {
+    let events_dir = tracefs::get_or_create_dir(root, "events")?;
+    let new_group = tracefs::lookup(&events_dir, call.system).is_none();
+    let group_dir = tracefs::get_or_create_dir(&events_dir, call.system)?;
     let made = (|| -> Result<(), Errno> {
-        let d = tracefs::create_dir(&group_dir, ev.call.name)?;
+        if new_group {
+            // A new group is an event system with its own `enable` and
+            // `filter` (Linux: `event_subsystem_dir`).
+            super::event_files::create_system_files(tr, &group_dir, call.system)?;
+        }
+        let d = tracefs::create_dir(&group_dir, call.name)?;
+        let (f1, f2) = (file.clone(), file.clone());
         tracefs::create_show_store(
             &d,
             "enable",
             TRACE_MODE_WRITE,
-            move || file.enable_text(),
-            Some(move |text: &str| events::enable_store(file, text)),
+            move || f1.enable_text(),
+            Some(move |text: &str| events::enable_store(&f2, text)),
         )?;
-        let call = &ev.call;
         tracefs::create_show(&d, "format", move || call.format_file())?;
         tracefs::create_show(&d, "id", move || alloc::format!("{}\n", call.id))?;
-        super::event_filter::create_event_filter_file_static(&d, file)?;
-        super::trigger::create_trigger_file_static(&d, file)?;
+        super::event_filter::create_event_filter_file_dyn(&d, file.clone())?;
+        super::trigger::create_trigger_file_dyn(&d, file)?;
         Ok(())
     })();
     if let Err(e) = made {
-        tracefs::unlink_instance_dir(&group_dir, ev.call.name);
+        tracefs::unlink_instance_dir(&group_dir, call.name);
         if new_group {
-            tracefs::unlink_instance_dir(&events_dir, ev.call.system);
+            tracefs::unlink_instance_dir(&events_dir, call.system);
         }
         return Err(e);
     }
+    Ok(group_dir)
+}
+
+/// Gives the instance `tr` (directory `root`) its file of the event
+/// `call`, and the event's directory.
+fn make_inst_file(
+    tr: &Arc<TraceArray>,
+    root: &Dentry,
+    call: &'static TraceEventCall,
+) -> Result<InstFile, Errno> {
+    let f = tr.events.own_dynamic(TraceEventFile::new_dynamic(
+        call,
+        kprobe_event_reg,
+        &NO_GATE,
+        tr,
+    ));
+    let file = DynFileRef::new(tr, f);
+    let group_dir = create_event_dir(tr, root, call, file.clone())?;
+    tr.events.add_dynamic(&file);
+    Ok(InstFile {
+        file,
+        root: root.clone(),
+        group_dir,
+    })
+}
+
+/// Makes the event of a new `GROUP/EVENT`: its description, its file in
+/// the top-level array and in each instance, and their directories.
+/// `group_exists`: another event of the group exists.
+fn make_event(
+    _guard: &MutexGuard<'static, ()>,
+    probe: TraceProbe,
+    group_exists: bool,
+) -> Result<Arc<ProbeEventFile>, Errno> {
+    let gtr = global_trace().ok_or(Errno::ENODEV)?;
+    let tr = global_trace_arc().ok_or(Errno::ENODEV)?;
+    let ev = registry::register(probe)?;
+    let call = &ev.call;
+    let file: &'static TraceEventFile = gtr.events.own_dynamic(TraceEventFile::new_dynamic(
+        call,
+        kprobe_event_reg,
+        &NO_GATE,
+        gtr,
+    ));
+    let group_dir = create_event_dir(&tr, &tracefs::root(), call, DynFileRef::new(&tr, file))?;
+    let mut inst = Vec::new();
+    for (itr, root) in INSTANCES.lock().iter() {
+        match make_inst_file(itr, root, call) {
+            Ok(i) => inst.push(i),
+            Err(e) => {
+                for i in &inst {
+                    i.file.tr().events.remove_dynamic(&i.file);
+                    unlink_event_dir(&i.root, &i.group_dir, call, !group_exists);
+                }
+                unlink_event_dir(&tracefs::root(), &group_dir, call, !group_exists);
+                return Err(e);
+            }
+        }
+    }
     // `set_event` and the group's files see it.
-    tr.events.add_dynamic(file);
+    gtr.events.add_dynamic(file);
     Ok(Arc::new(ProbeEventFile {
         ev,
         file,
         group_dir,
+        inst: Mutex::new(inst),
+        targets: Mutex::new(None),
     }))
+}
+
+/// Unlinks `events/GROUP/EVENT` of the event `call` in one array, whose
+/// directory is `root`, and `events/GROUP` too if `last_of_group`.
+fn unlink_event_dir(root: &Dentry, group_dir: &Dentry, call: &TraceEventCall, last_of_group: bool) {
+    tracefs::unlink_instance_dir(group_dir, call.name);
+    if last_of_group {
+        if let Some(events_dir) = tracefs::lookup(root, "events") {
+            tracefs::unlink_instance_dir(&events_dir, call.system);
+        }
+    }
 }
 
 /// Removes one definition (Linux: `unregister_trace_kprobe`): EBUSY while
@@ -641,7 +873,7 @@ fn remove_one(
     let Some(ev) = tk.event.get() else {
         return Err(Errno::EINVAL);
     };
-    if ev.file.is_enabled() || ev.file.flags() & flags::SOFT_MODE != 0 {
+    if ev.busy() {
         return Err(Errno::EBUSY);
     }
     tk.unregister();
@@ -650,20 +882,23 @@ fn remove_one(
         .iter()
         .any(|t| t.event.get().is_some_and(|e| Arc::ptr_eq(e, ev)));
     if last {
-        // Its triggers may hold other events soft-enabled. (Its filter
-        // stays with the file, which nothing uses any more.)
-        super::trigger::clear_file_triggers(guard, ev.file);
-        ev.file.tr().events.remove_dynamic(ev.file);
-        tracefs::unlink_instance_dir(&ev.group_dir, ev.ev.call.name);
-        let group = ev.ev.call.system;
-        if !list.iter().any(|t| t.tp.group == group) {
-            if let Some(events_dir) = tracefs::lookup(&tracefs::root(), "events") {
-                tracefs::unlink_instance_dir(&events_dir, ev.ev.call.system);
-            }
-        }
-        if ev.file.flags() & flags::WAS_ENABLED != 0 {
-            if let Some(tr) = global_trace() {
-                tr.buffer.reset();
+        let call = &ev.ev.call;
+        let group = call.system;
+        let last_of_group = !list.iter().any(|t| t.tp.group == group);
+        let inst = core::mem::take(&mut *ev.inst.lock());
+        let top = (ev.file, tracefs::root(), ev.group_dir.clone());
+        let dirs = inst
+            .iter()
+            .map(|i| (&*i.file, i.root.clone(), i.group_dir.clone()));
+        for (file, root, group_dir) in core::iter::once(top).chain(dirs) {
+            // Its triggers may hold other events soft-enabled. (Its filter
+            // stays with the file, which nothing uses any more; the file
+            // goes with its array.)
+            super::trigger::clear_file_triggers(guard, file);
+            file.tr().events.remove_dynamic(file);
+            unlink_event_dir(&root, &group_dir, call, last_of_group);
+            if file.flags() & flags::WAS_ENABLED != 0 {
+                file.tr().buffer.reset();
             }
         }
     }
@@ -697,11 +932,7 @@ fn delete_trace_kprobe(raw: &str) -> Result<(), Errno> {
 fn release_all() -> Result<(), Errno> {
     let guard = events::event_mutex();
     let mut list = DYN_EVENTS.lock();
-    if list.iter().any(|t| {
-        t.event
-            .get()
-            .is_some_and(|e| e.file.is_enabled() || e.file.flags() & flags::SOFT_MODE != 0)
-    }) {
+    if list.iter().any(|t| t.event.get().is_some_and(|e| e.busy())) {
         return Err(Errno::EBUSY);
     }
     while !list.is_empty() {
@@ -769,9 +1000,43 @@ fn probes_file(root: &Dentry, name: &str, bang: bool) -> Result<Dentry, Errno> {
     })
 }
 
+/// Gives the new instance `tr` (directory `root`) the probe events'
+/// files (see `events::DynamicEventsTrOps`).
+fn init_instance(tr: &Arc<TraceArray>, root: &Dentry) -> Result<(), Errno> {
+    let _guard = events::event_mutex();
+    let list = DYN_EVENTS.lock();
+    INSTANCES.lock().push((tr.clone(), root.clone()));
+    let mut seen: Vec<*const ProbeEventFile> = Vec::new();
+    for e in list.iter().filter_map(|t| t.event.get()) {
+        if seen.contains(&Arc::as_ptr(e)) {
+            continue;
+        }
+        seen.push(Arc::as_ptr(e));
+        let i = make_inst_file(tr, root, &e.ev.call)?;
+        e.inst.lock().push(i);
+    }
+    Ok(())
+}
+
+/// Forgets the instance `tr`, whose events `events::del_tr` disabled (no
+/// set of enabled files has one of its files any more).
+fn del_instance(_guard: &MutexGuard<'static, ()>, tr: &TraceArray) {
+    let list = DYN_EVENTS.lock();
+    INSTANCES
+        .lock()
+        .retain(|(t, _)| !core::ptr::eq(Arc::as_ptr(t), tr));
+    for e in list.iter().filter_map(|t| t.event.get()) {
+        e.inst.lock().retain(|i| !core::ptr::eq(i.file.tr(), tr));
+    }
+}
+
 /// Creates `kprobe_events`, `dynamic_events` and `kprobe_profile`.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
     super::events::set_dynamic_events_lister(available_events);
+    super::events::set_dynamic_events_tr_ops(events::DynamicEventsTrOps {
+        init_tr: init_instance,
+        del_tr: del_instance,
+    });
     probes_file(root, "kprobe_events", false)?;
     probes_file(root, "dynamic_events", true)?;
     tracefs::create_file(root, "kprobe_profile", TRACE_MODE_READ, |_: OpenFlags| {

@@ -435,7 +435,7 @@ fn after_removal(guard: &MutexGuard<'static, ()>, file: &TraceEventFile, data: &
 /// Removes every trigger of every event of `tr` (Linux:
 /// `clear_event_triggers`), before the array goes.
 pub fn clear_event_triggers(guard: &MutexGuard<'static, ()>, tr: &TraceArray) {
-    for file in tr.events.files() {
+    for file in tr.events.all_files() {
         clear_file_triggers(guard, file);
     }
 }
@@ -819,14 +819,15 @@ fn trigger_open_file(
     Ok(Box::new(SeqFile::new(text).with_write(write)))
 }
 
-/// Creates `trigger` in `dir` for an event file that lives for ever (a
-/// probe event's, see `trace_kprobe`).
-pub fn create_trigger_file_static(
+/// Creates `trigger` in `dir` for the file of an event made at run time
+/// (a probe event's, see `trace_kprobe`).
+pub fn create_trigger_file_dyn(
     dir: &Dentry,
-    file: &'static TraceEventFile,
+    file: super::events::DynFileRef,
 ) -> Result<Dentry, Errno> {
     tracefs::create_file(dir, "trigger", TRACE_MODE_WRITE, move |f| {
-        trigger_open_file(file, f, move |buf| trigger_write(file, buf))
+        let w = file.clone();
+        trigger_open_file(&file, f, move |buf| trigger_write(&w, buf))
     })
 }
 
