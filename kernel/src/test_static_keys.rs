@@ -276,6 +276,8 @@ pub fn jump_label_stress(toggles: u64) -> String {
     }
     STRESS_STOP.store(false, Ordering::SeqCst);
     STRESS_EPOCH.store(0, Ordering::SeqCst);
+    use crate::arch::text_poke::{batch_changed_hits, int3_hits, stale_int3_hits};
+    let traps0 = (int3_hits(), stale_int3_hits(), batch_changed_hits());
     let all = (1u64 << TEST_SITES) - 1;
     let calls = Arc::new(AtomicU64::new(0));
     let results = Arc::new(Mutex::new(Vec::new()));
@@ -348,6 +350,12 @@ pub fn jump_label_stress(toggles: u64) -> String {
         "jump_label_test stress: {} toggles, {} calls on {} CPUs ({} in a stable on epoch, {} off), {} violations, {} wrong results, {} errors\n",
         toggles, t.calls, reported, t.stable_on, t.stable_off, t.violations, t.wrong, errors
     );
+    out.push_str(&format!(
+        "jump_label_test stress: int3 traps: {} on in-flight sites, {} on removed int3s, {} while the batch changed\n",
+        int3_hits() - traps0.0,
+        stale_int3_hits() - traps0.1,
+        batch_changed_hits() - traps0.2
+    ));
     out.push_str(&jump_label_check_text());
     let pass = reported == nr - 1
         && t.stable_on > 0

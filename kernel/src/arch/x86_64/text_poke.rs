@@ -217,50 +217,72 @@ pub fn text_poke_bp_batch(poke: &mut TextPoke, sites: Vec<PokeSite>) {
 
 /// The int3 handler for sites being patched (Linux: poke_int3_handler).
 /// Returns false if the int3 is not one of ours.
+///
+/// It holds a reference on BATCH for its whole run, and the int3 gate keeps
+/// interrupts off, so while it runs no batch can get past its first sync
+/// (that needs this CPU to take an IPI), and the batch it saw cannot be
+/// freed. The int3 may still be older than the batch it sees: a CPU can run
+/// an int3 that a finished batch has already removed (QEMU's TCG may run a
+/// stale translated block), and by the time the handler looks, BATCH may be
+/// null or the next batch may have put its own int3 on the same byte. So
+/// when the site is not in the batch it saw, it reads the byte, then BATCH
+/// again: if the byte is no longer an int3, the instruction there now runs;
+/// if BATCH changed meanwhile, it looks again in the new batch (at most
+/// twice: a finished batch clears the pointer, and the next one cannot
+/// finish while this CPU has interrupts off); only an int3 that is still
+/// there while the same batch (or none) is published is not ours.
 pub fn poke_int3_handler(regs: &mut PtRegs) -> bool {
+    let ip = regs.rip - 1;
     // Take the reference before looking at the pointer: the patcher clears
     // the pointer, then waits for references to drop to zero.
     BATCH_REFS.fetch_add(1, Ordering::SeqCst);
-    let batch = BATCH.load(Ordering::SeqCst);
-    let handled = if batch.is_null() {
-        false
-    } else {
-        // SAFETY: non-null and kept alive while BATCH_REFS > 0.
-        let sites = unsafe { &*batch };
-        let ip = regs.rip - 1;
-        match find_site(sites, ip) {
-            Some(site) => {
+    let mut batch = BATCH.load(Ordering::SeqCst);
+    let handled = loop {
+        if !batch.is_null() {
+            // SAFETY: non-null and kept alive while BATCH_REFS > 0.
+            let sites = unsafe { &*batch };
+            if let Some(site) = find_site(sites, ip) {
                 emulate(regs, ip, site.emulate);
                 INT3_HITS.fetch_add(1, Ordering::Relaxed);
-                true
+                break true;
             }
-            None => false,
         }
+        // Not a site of this batch. If the byte is no longer an int3, the
+        // patcher removed it after this CPU fetched it: run the instruction
+        // that is there now (Linux's kprobe_int3_handler does the same for
+        // a removed breakpoint).
+        // SAFETY: the CPU just executed an instruction at `ip`: mapped text.
+        if unsafe { core::ptr::read_volatile(ip as *const u8) } != INT3 {
+            regs.rip = ip;
+            STALE_INT3.fetch_add(1, Ordering::Relaxed);
+            break true;
+        }
+        let now = BATCH.load(Ordering::SeqCst);
+        if now == batch {
+            break false;
+        }
+        // Another batch was published while we looked (it may have put
+        // this int3 there): look in it.
+        BATCH_CHANGED.fetch_add(1, Ordering::Relaxed);
+        batch = now;
     };
     BATCH_REFS.fetch_sub(1, Ordering::SeqCst);
-    if handled {
-        return true;
-    }
-    // Not an in-flight site. If the byte is no longer an int3, the patcher
-    // removed it after this CPU fetched it: run the instruction that is
-    // there now (Linux's kprobe_int3_handler does the same for a removed
-    // breakpoint).
-    let ip = regs.rip - 1;
-    // SAFETY: the CPU just executed an instruction at `ip`: mapped text.
-    if unsafe { core::ptr::read_volatile(ip as *const u8) } != INT3 {
-        regs.rip = ip;
-        STALE_INT3.fetch_add(1, Ordering::Relaxed);
-        return true;
-    }
-    false
+    handled
 }
 
 /// int3 traps taken on a byte that was no longer an int3 (see above).
 static STALE_INT3: AtomicUsize = AtomicUsize::new(0);
+/// int3 traps during which the published batch changed (see above).
+static BATCH_CHANGED: AtomicUsize = AtomicUsize::new(0);
 
 /// How many int3 traps were taken on a removed int3 since boot.
 pub fn stale_int3_hits() -> usize {
     STALE_INT3.load(Ordering::Relaxed)
+}
+
+/// How many int3 traps saw the published batch change under them since boot.
+pub fn batch_changed_hits() -> usize {
+    BATCH_CHANGED.load(Ordering::Relaxed)
 }
 
 /// Binary search written out by hand: the int3 handler must not call any
