@@ -294,6 +294,10 @@ fn flame_graph_and_timeline_of_calltree() {
         j,
         "--",
         &format!("calltree {iterations}"),
+        // calltree runs without blocking: the shell sleeping afterwards
+        // makes sure the recording holds a sched_switch (one of its own
+        // waits for input may or may not fall inside it).
+        "sleep 0.01",
     ]);
     for p in [d, f, s, j] {
         assert!(err.contains(&format!("ktrace: wrote {p}")), "{err}");
