@@ -134,7 +134,12 @@ static IN_REPORT: [AtomicBool; percpu::MAX_CPUS] =
 
 /// The return address of the function whose frame pointer is `fp`
 /// (Linux: `CALLER_ADDR1` seen from the reporting function), 0 if there
-/// is none.
+/// is none. If a function-graph user (function_graph, the profiler,
+/// display-graph) hijacked that return, the slot holds
+/// `return_to_handler`: the real caller comes from the task's shadow
+/// stack, as the unwinder and the function tracer find it (Linux:
+/// ftrace_graph_ret_addr), so a section never "starts at"
+/// `return_to_handler`.
 #[inline(always)]
 fn return_address_of(fp: u64) -> u64 {
     if fp == 0 || !fp.is_multiple_of(8) {
@@ -144,7 +149,12 @@ fn return_address_of(fp: u64) -> u64 {
     // of the function that called the wrapper, live below us on this
     // stack; its second word is that function's return address. A task's
     // first frame has a zero rbp, checked above.
-    unsafe { core::ptr::read_volatile((fp + 8) as *const u64) }
+    let ret = unsafe { core::ptr::read_volatile((fp + 8) as *const u64) };
+    let handler = crate::arch::fgraph::return_to_handler_addr();
+    if ret != handler {
+        return ret;
+    }
+    crate::sched::current().map_or(ret, |t| t.ret_stack.ret_addr(&mut 0, ret, fp + 8, handler))
 }
 
 /// Runs `f` unless this CPU is already reporting, with interrupts as

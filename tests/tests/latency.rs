@@ -401,6 +401,29 @@ fn switching_tracers_under_load_leaves_nothing_behind() {
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }
 
+/// Runs `latency KIND us` until the recorded section is the command's own
+/// (`started at:` its spinning function), at most 5 times, each time from a
+/// maximum of 0, and returns `cat trace`. On a loaded host a vCPU can be
+/// descheduled inside some other short section (an interrupt, a text
+/// patch's IPI wait) for longer than the spin; that section is then the
+/// longest, as it should be, but not the one the test looks at. A
+/// function-graph user hijacking the spinning function's return (the
+/// profiler) must not change the name: the start is the real caller.
+fn latency_section(k: &mut Kernel, kind: &str, us: u64) -> String {
+    let mut trace = String::new();
+    for _ in 0..5 {
+        assert_eq!(run(k, "echo 0 > tracing_max_latency"), "");
+        assert_eq!(run(k, &format!("latency {kind} {us}")), "");
+        trace = run(k, "cat trace");
+        if trace.contains(&format!("=> started at: {SHELL}::latency_spin_{kind}\n")) {
+            return trace;
+        }
+    }
+    panic!(
+        "5 runs of latency {kind} {us} and the section recorded is never the command's:\n{trace}"
+    );
+}
+
 /// The graph lines of `trace` (after the column titles) that call `func`
 /// as a leaf: (REL TIME µs, duration µs).
 fn graph_leaves(trace: &str, func: &str) -> Vec<(u64, f64)> {
@@ -442,10 +465,9 @@ fn irqsoff_display_graph() {
     assert_eq!(run(&mut k, "echo display-graph > trace_options"), "");
     assert_eq!(run(&mut k, "cat options/display-graph"), "1\n");
     assert!(max_latency(&mut k) < us);
-    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
+    let trace = latency_section(&mut k, "irqsoff", us);
     let max = max_latency(&mut k);
     assert_near(max, us);
-    let trace = run(&mut k, "cat trace");
     let lines: Vec<&str> = trace.lines().collect();
     assert_eq!(lines[0], "# tracer: irqsoff", "{trace}");
     assert!(
@@ -506,8 +528,7 @@ fn irqsoff_display_graph() {
     assert_eq!(run(&mut k, "cat function_profile_enabled"), "0\n");
     // ...and, cleared, the tracer goes back to function records.
     assert_eq!(run(&mut k, "echo 0 > options/display-graph"), "");
-    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
-    let trace = run(&mut k, "cat trace");
+    let trace = latency_section(&mut k, "irqsoff", us);
     assert!(!trace.contains("FUNCTION CALLS"), "{trace}");
     assert!(
         trace.contains(&format!(
@@ -521,9 +542,7 @@ fn irqsoff_display_graph() {
     assert_eq!(run(&mut k, "echo 1 > function_profile_enabled"), "");
     assert_eq!(run(&mut k, "echo 1 > options/display-graph"), EINVAL);
     assert_eq!(run(&mut k, "cat options/display-graph"), "0\n");
-    assert_eq!(run(&mut k, "echo 0 > tracing_max_latency"), "");
-    assert_eq!(run(&mut k, &format!("latency irqsoff {us}")), "");
-    let trace = run(&mut k, "cat trace");
+    let trace = latency_section(&mut k, "irqsoff", us);
     assert!(trace.contains("latency_spin_step <-"), "{trace}");
     assert_eq!(run(&mut k, "echo 0 > function_profile_enabled"), "");
 
@@ -531,8 +550,7 @@ fn irqsoff_display_graph() {
     assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
     assert_eq!(run(&mut k, "echo 1 > options/display-graph"), "");
     assert_eq!(run(&mut k, "echo preemptoff > current_tracer"), "");
-    assert_eq!(run(&mut k, &format!("latency preemptoff {us}")), "");
-    let trace = run(&mut k, "cat trace");
+    let trace = latency_section(&mut k, "preemptoff", us);
     assert!(trace.contains("# preemptoff latency trace"), "{trace}");
     assert!(
         graph_leaves(&trace, &format!("{SHELL}::latency_spin_step")).len() >= 100,
