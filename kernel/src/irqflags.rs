@@ -32,7 +32,7 @@
 //! preemption change is reported only in task context (Linux's
 //! `preempt_count() == val`: in an interrupt the count holds the hardirq
 //! bits as well).
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::arch::irqflags as arch_irq;
 use crate::arch::percpu;
@@ -132,14 +132,24 @@ static TRACING_IRQ_CPU: [AtomicBool; percpu::MAX_CPUS] =
 static IN_REPORT: [AtomicBool; percpu::MAX_CPUS] =
     [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
 
+/// The function-graph core's look-up of a hijacked return's real address
+/// (`fn(idx, ret, retp) -> real`, Linux: ftrace_graph_ret_addr), registered
+/// by tracing at boot ([`set_graph_ret_addr`]): 0 until then. A hook, so
+/// that this module, which the scheduler uses, never imports it.
+static GRAPH_RET_ADDR: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers the function-graph core's look-up of real return addresses.
+pub fn set_graph_ret_addr(f: fn(&mut usize, u64, u64) -> u64) {
+    GRAPH_RET_ADDR.store(f as usize, Ordering::Release);
+}
+
 /// The return address of the function whose frame pointer is `fp`
 /// (Linux: `CALLER_ADDR1` seen from the reporting function), 0 if there
 /// is none. If a function-graph user (function_graph, the profiler,
 /// display-graph) hijacked that return, the slot holds
 /// `return_to_handler`: the real caller comes from the task's shadow
-/// stack, as the unwinder and the function tracer find it (Linux:
-/// ftrace_graph_ret_addr), so a section never "starts at"
-/// `return_to_handler`.
+/// stack, as the unwinder and the function tracer find it, so a section
+/// never "starts at" `return_to_handler`.
 #[inline(always)]
 fn return_address_of(fp: u64) -> u64 {
     if fp == 0 || !fp.is_multiple_of(8) {
@@ -150,11 +160,18 @@ fn return_address_of(fp: u64) -> u64 {
     // stack; its second word is that function's return address. A task's
     // first frame has a zero rbp, checked above.
     let ret = unsafe { core::ptr::read_volatile((fp + 8) as *const u64) };
-    let handler = crate::arch::fgraph::return_to_handler_addr();
-    if ret != handler {
+    if ret != crate::arch::fgraph::return_to_handler_addr() {
         return ret;
     }
-    crate::sched::current().map_or(ret, |t| t.ret_stack.ret_addr(&mut 0, ret, fp + 8, handler))
+    match GRAPH_RET_ADDR.load(Ordering::Acquire) {
+        0 => ret,
+        f => {
+            // SAFETY: only set_graph_ret_addr stores here, always a valid
+            // fn of this type.
+            let f = unsafe { core::mem::transmute::<usize, fn(&mut usize, u64, u64) -> u64>(f) };
+            f(&mut 0, ret, fp + 8)
+        }
+    }
 }
 
 /// Runs `f` unless this CPU is already reporting, with interrupts as
