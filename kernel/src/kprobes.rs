@@ -720,16 +720,21 @@ pub fn stats() -> (u64, u64, usize, usize) {
 // pre-handler hijacks the return address, through the shadow stack that
 // function_graph uses (trace::fgraph's rethook): the frame holds the
 // kretprobe's cookie, and when the function returns through
-// `return_to_handler`, [`kretprobe_return`] runs the handler with the return
-// value in `regs.rax` and the return address in `regs.rip`. In the fentry
+// `rethook_trampoline` (which saves every register), [`kretprobe_return`]
+// runs the handler with the return value in `regs.rax` and the return
+// address in `regs.rip`. In the fentry
 // build the first instruction is the function-tracing call site: the
 // kprobe is reached through ftrace there (`ftrace_regs_caller`), not an
 // int3; in the mcount build the site comes after the prologue, and the
 // first instruction gets an int3.
 
-/// Runs when the probed function returns (`regs.rax` is its return value,
-/// `regs.rdx` the high half, `regs.rip` the address it returns to,
-/// `regs.rsp` the stack pointer after the return; other registers are 0).
+/// Runs when the probed function returns, with the registers as the
+/// function left them (as Linux's rethook trampoline saves them):
+/// `regs.rax` is its return value, `regs.rdx` the high half, rbx, rbp and
+/// r12-r15 the caller's values (callee-saved), the other caller-saved
+/// registers whatever the function left in them; `regs.rip` is the
+/// address it returns to and `regs.rsp` the stack pointer after the
+/// return.
 pub type KretprobeHandler = fn(&Kretprobe, &mut PtRegs);
 /// Runs at the function's entry; returning true says not to watch this
 /// call's return (Linux: an entry_handler returning non-zero).
@@ -846,9 +851,10 @@ fn pre_handler_kretprobe(kp: &Kprobe, regs: &mut PtRegs) -> bool {
     false
 }
 
-/// A kretprobe's frame returned (the rethook handler): runs its handler
-/// if the kretprobe is still the one that pushed the frame.
-fn kretprobe_return(cookie: u64, ret: u64, retp: u64) {
+/// A kretprobe's frame returned (the rethook handler, from
+/// `rethook_trampoline` with every register saved): runs its handler if
+/// the kretprobe is still the one that pushed the frame.
+fn kretprobe_return(cookie: u64, regs: &mut PtRegs) {
     percpu::this_cpu_preempt_inc();
     let slot = (cookie & 0xff) as usize;
     let p = KRETPROBES[slot].load(Ordering::Acquire);
@@ -857,34 +863,7 @@ fn kretprobe_return(cookie: u64, ret: u64, retp: u64) {
         if rp.cookie.load(Ordering::Relaxed) == cookie {
             rp.nactive.fetch_sub(1, Ordering::Relaxed);
             if let Some(h) = rp.handler {
-                // SAFETY: `retp` is the slot return_to_handler pushed rax
-                // into, rdx is the word below: the live stack.
-                let (rax, rdx) = unsafe { (*(retp as *const u64), *((retp - 8) as *const u64)) };
-                let mut regs = PtRegs {
-                    r15: 0,
-                    r14: 0,
-                    r13: 0,
-                    r12: 0,
-                    rbp: 0,
-                    rbx: 0,
-                    r11: 0,
-                    r10: 0,
-                    r9: 0,
-                    r8: 0,
-                    rax,
-                    rcx: 0,
-                    rdx,
-                    rsi: 0,
-                    rdi: 0,
-                    vector: 0,
-                    error_code: 0,
-                    rip: ret,
-                    cs: 0,
-                    rflags: 0,
-                    rsp: retp + 8,
-                    ss: 0,
-                };
-                h(rp, &mut regs);
+                h(rp, regs);
             }
         }
     }

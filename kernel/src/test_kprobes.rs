@@ -16,6 +16,9 @@
 //!   argument.
 //! - `ftrace`: a probe on a function-tracing call site (through
 //!   `ftrace_regs_caller`), hit five times.
+//! - `regs N`: N calls of `kprobe_target_saver` from a caller whose
+//!   callee-saved registers hold known values (for a return probe's
+//!   `%bx`...).
 //! - `text SYMBOL`: the function's bytes in hex, for comparison with the
 //!   ELF.
 use alloc::format;
@@ -107,6 +110,68 @@ kprobe_target_loop:
     ret
 .size kprobe_target_loop, . - kprobe_target_loop
 
+/* The callee-saved registers at a return: kprobe_target_saver(x) = x + 1
+   uses rbx, rbp and r12-r15 and restores them, so that at its return they
+   hold its caller's values again; kprobe_target_regs_caller(x) calls it
+   with rbx = 0xb0b0, r12..r15 = 0x1212..0x1515 and rbp 48 bytes above the
+   stack pointer the return leaves (its frame: rbp, 5 registers, 8 bytes
+   of alignment). */
+.balign 16
+.global kprobe_target_saver
+.type kprobe_target_saver, @function
+kprobe_target_saver:
+    sub rsp, 48
+    mov [rsp], rbx
+    mov [rsp + 8], rbp
+    mov [rsp + 16], r12
+    mov [rsp + 24], r13
+    mov [rsp + 32], r14
+    mov [rsp + 40], r15
+    mov rbx, -1
+    mov rbp, -1
+    mov r12, -1
+    mov r13, -1
+    mov r14, -1
+    mov r15, -1
+    lea rax, [rdi + 1]
+    mov rbx, [rsp]
+    mov rbp, [rsp + 8]
+    mov r12, [rsp + 16]
+    mov r13, [rsp + 24]
+    mov r14, [rsp + 32]
+    mov r15, [rsp + 40]
+    add rsp, 48
+    ret
+.size kprobe_target_saver, . - kprobe_target_saver
+
+.balign 16
+.global kprobe_target_regs_caller
+.type kprobe_target_regs_caller, @function
+kprobe_target_regs_caller:
+    push rbp
+    mov rbp, rsp
+    push r15
+    push r14
+    push r13
+    push r12
+    push rbx
+    sub rsp, 8
+    mov rbx, 0xb0b0
+    mov r12, 0x1212
+    mov r13, 0x1313
+    mov r14, 0x1414
+    mov r15, 0x1515
+    call kprobe_target_saver
+    add rsp, 8
+    pop rbx
+    pop r12
+    pop r13
+    pop r14
+    pop r15
+    pop rbp
+    ret
+.size kprobe_target_regs_caller, . - kprobe_target_regs_caller
+
 /* The stress target: two counted increments. */
 .balign 16
 .global kprobe_target_count
@@ -143,6 +208,7 @@ extern "C" {
     fn kprobe_target_leaf(x: u64) -> u64;
     fn kprobe_target_count();
     fn kprobe_target_loop(n: u64, m: u64, d: u64) -> u64;
+    fn kprobe_target_regs_caller(x: u64) -> u64;
     static kprobe_count_a: AtomicU64;
     static kprobe_count_b: AtomicU64;
 }
@@ -858,7 +924,7 @@ fn text(name: &str) -> String {
 /// The shell's `kprobe_test`.
 pub fn command(args: &[String]) -> String {
     const USAGE: &str =
-        "usage: kprobe_test boundaries|register SYMBOL[+OFFSET]|stress MS|kretprobe|ftrace|text SYMBOL|stats\n";
+        "usage: kprobe_test boundaries|register SYMBOL[+OFFSET]|stress MS|kretprobe|ftrace|regs N|text SYMBOL|stats\n";
     match (args.first().map(String::as_str), args.get(1)) {
         (Some("boundaries"), None) => boundaries(),
         (Some("register"), Some(p)) => register_once(p),
@@ -869,6 +935,16 @@ pub fn command(args: &[String]) -> String {
         (Some("text"), Some(name)) => text(name),
         (Some("kretprobe"), None) => kretprobe(),
         (Some("ftrace"), None) => ftrace_probe(),
+        (Some("regs"), Some(n)) => match n.parse::<u64>() {
+            Ok(n) => {
+                // SAFETY: an ordinary function following the System V ABI.
+                let sum: u64 = (0..n)
+                    .map(|i| unsafe { kprobe_target_regs_caller(i) })
+                    .sum();
+                format!("kprobe_test regs: {n} calls, sum {sum}\n")
+            }
+            _ => String::from(USAGE),
+        },
         (Some("stats"), None) => {
             let (hits, reentered, sites, slots) = kprobes::stats();
             format!(

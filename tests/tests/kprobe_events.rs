@@ -805,3 +805,34 @@ fn probe_events_in_instances() {
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }
+
+/// A return probe's registers are the ones the function left: the
+/// caller's callee-saved values (`kprobe_test regs` calls
+/// `kprobe_target_saver`, which uses and restores them all, with rbx =
+/// 0xb0b0, r12..r15 = 0x1212..0x1515 and rbp 48 bytes above the stack
+/// pointer after the return), and the return value.
+#[test]
+fn return_probe_registers() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let def = "r:rr kprobe_target_saver bx=%bx r12=%r12 r13=%r13 r14=%r14 r15=%r15 \
+               bp=%bp sp=%sp rv=$retval:u64";
+    assert_eq!(echo(&mut k, def, "kprobe_events"), "");
+    assert_eq!(echo(&mut k, "1", "events/kprobes/rr/enable"), "");
+    let out = clean(&k.run("kprobe_test regs 3"));
+    assert!(out.contains("kprobe_test regs: 3 calls, sum 6"), "{out}");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/rr/enable"), "");
+    let lines = events(&mut k, "rr");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (i, l) in lines.iter().enumerate() {
+        assert!(
+            l.contains(" <- kprobe_target_saver) bx=0xb0b0 r12=0x1212 r13=0x1313 r14=0x1414 r15=0x1515 bp=0x"),
+            "{l}"
+        );
+        assert!(l.contains("(kprobe_target_regs_caller+0x"), "{l}");
+        let (bp, sp) = (arg_value(l, "bp"), arg_value(l, "sp"));
+        assert_eq!(bp, sp + 48, "{l}");
+        assert!(l.ends_with(&format!(" rv={}", i + 1)), "{l}");
+    }
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}

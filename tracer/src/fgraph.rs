@@ -280,13 +280,14 @@ impl ShadowStack {
     }
 
     /// The real return address for a stack slot `retp` that holds `ret`:
-    /// `ret` itself unless it is `handler` (`return_to_handler`), in which
-    /// case this stack says what it replaced (Linux: ftrace_graph_ret_addr).
-    /// `idx` keeps the search position between the frames of one unwind (0
-    /// to start); after a tail call several frames share a slot, and the
-    /// deepest real address wins.
-    pub fn ret_addr(&self, idx: &mut usize, ret: u64, retp: u64, handler: u64) -> u64 {
-        if ret != handler {
+    /// `ret` itself unless it is one of `handlers` (`return_to_handler`,
+    /// the kretprobes' `rethook_trampoline`), in which case this stack says
+    /// what it replaced (Linux: ftrace_graph_ret_addr). `idx` keeps the
+    /// search position between the frames of one unwind (0 to start);
+    /// after a tail call, or a slot hijacked by both trampolines, several
+    /// frames share a slot, and the deepest real address wins.
+    pub fn ret_addr(&self, idx: &mut usize, ret: u64, retp: u64, handlers: &[u64]) -> u64 {
+        if !handlers.contains(&ret) {
             return ret;
         }
         let mut i = if *idx == 0 {
@@ -297,7 +298,7 @@ impl ShadowStack {
         while i > 0 {
             i -= 1;
             let Some(f) = self.frame(i) else { break };
-            if f.retp == retp && f.ret != handler {
+            if f.retp == retp && !handlers.contains(&f.ret) {
                 *idx = i;
                 return f.ret;
             }
@@ -447,16 +448,33 @@ mod tests {
         push(&rs, 0xbbbb, 0x0f00, 1).unwrap();
         let mut idx = 0;
         // A return address that is not the handler is the real one.
-        assert_eq!(rs.ret_addr(&mut idx, 0x1234, 0x0e00, HANDLER), 0x1234);
+        assert_eq!(rs.ret_addr(&mut idx, 0x1234, 0x0e00, &[HANDLER]), 0x1234);
         assert_eq!(idx, 0);
         // Unwinding from the innermost frame outwards.
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x0f00, HANDLER), 0xbbbb);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x0f00, &[HANDLER]), 0xbbbb);
         assert_eq!(idx, 1);
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, HANDLER), 0xaaaa);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, &[HANDLER]), 0xaaaa);
         assert_eq!(idx, 0);
         // A slot no frame hijacked stays the handler.
         let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x2000, HANDLER), HANDLER);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x2000, &[HANDLER]), HANDLER);
+    }
+
+    #[test]
+    fn ret_addr_through_both_trampolines() {
+        // function_graph hijacked slot 0x1000 first, then a kretprobe: the
+        // slot holds the kretprobe's trampoline, its frame's `ret` the
+        // graph's handler; the real address is the graph frame's.
+        const RETHOOK: u64 = 0xffff_ffff_8000_2000;
+        let rs = ShadowStack::new();
+        push(&rs, 0xaaaa, 0x1000, 1).unwrap();
+        rs.push(HANDLER, 5, 0x1000, || 0).unwrap();
+        let both = [HANDLER, RETHOOK];
+        let mut idx = 0;
+        assert_eq!(rs.ret_addr(&mut idx, RETHOOK, 0x1000, &both), 0xaaaa);
+        // Knowing only the graph's handler, the kretprobe's is left as is.
+        let mut idx = 0;
+        assert_eq!(rs.ret_addr(&mut idx, RETHOOK, 0x1000, &[HANDLER]), RETHOOK);
     }
 
     #[test]
@@ -467,7 +485,7 @@ mod tests {
         push(&rs, 0xaaaa, 0x1000, 1).unwrap();
         push(&rs, HANDLER, 0x1000, 1).unwrap();
         let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, HANDLER), 0xaaaa);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, &[HANDLER]), 0xaaaa);
         assert_eq!(idx, 0);
     }
 }

@@ -55,7 +55,7 @@ Commands:
                            self-test (int3: hit its sites while they are being
                            patched; unexpected: a site that holds something
                            else; stress: run them on every CPU while N toggles)
-  kprobe_test boundaries|register SYM[+OFF]|stress MS|kretprobe|ftrace|text SYM|stats
+  kprobe_test boundaries|register SYM[+OFF]|stress MS|kretprobe|ftrace|regs N|text SYM|stats
                            the kprobe core's self-test (boundaries: a probe at
                            every instruction of the target functions; register:
                            ok or the errno; stress: probes added and removed

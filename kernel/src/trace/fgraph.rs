@@ -46,7 +46,10 @@
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use super::ftrace::{self, recursion, FtraceOps};
-use crate::arch::fgraph::{return_to_handler_addr, valid_return_slot};
+use crate::arch::entry::PtRegs;
+use crate::arch::fgraph::{
+    rethook_trampoline_addr, return_to_handler_addr, return_trampolines, valid_return_slot,
+};
 use crate::events::sched::{register_trace_sched_switch, unregister_trace_sched_switch};
 use crate::fs::Errno;
 use crate::sched::Task;
@@ -352,29 +355,30 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
 // ---------------------------------------------------------------------------
 // Rethook: returns hijacked for kretprobes (Linux: kernel/trace/rethook.c),
 // on the same shadow stack. Their frames hold, instead of a function's
-// address, a cookie below the kernel half of the address space; the graph
-// tracer never sees them.
+// address, a cookie below the kernel half of the address space, and their
+// slot holds `rethook_trampoline` (arch), not `return_to_handler`: the
+// function returns there, which saves every register and calls
+// [`rethook_trampoline_handler`]. A slot hijacked by both function_graph
+// and a kretprobe returns through the two trampolines in turn, the last
+// hijacker's first, each popping its own frame (the top one); the graph
+// tracer's return path never meets a rethook frame.
 
 /// A frame's `func` below this is a rethook's cookie.
 pub const RETHOOK_COOKIE_LIMIT: u64 = 0xffff_8000_0000_0000;
 
-/// Set when the first rethook user registers: until then function_graph's
-/// returns test one flag more, nothing else.
-static RETHOOK_USED: AtomicBool = AtomicBool::new(false);
-/// `fn(cookie, ret, retp)`, run when a rethook frame returns.
+/// `fn(cookie, regs)`, run when a rethook frame returns.
 static RETHOOK_HANDLER: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
 
-/// Installs the handler of rethook frames: `cookie` is the frame's, `ret`
-/// the real return address, `retp` the slot (which holds the return value
-/// rax, pushed there by `return_to_handler`, and rdx just below).
-pub fn set_rethook_handler(handler: fn(u64, u64, u64)) {
+/// Installs the handler of rethook frames: `cookie` is the frame's, `regs`
+/// the registers at the return (`rip` the real return address, `rsp`
+/// the stack pointer after the return).
+pub fn set_rethook_handler(handler: fn(u64, &mut PtRegs)) {
     RETHOOK_HANDLER.store(handler as usize, Ordering::Release);
-    RETHOOK_USED.store(true, Ordering::Release);
 }
 
 /// Hijacks the return address in `*slot` for `cookie` (< [`RETHOOK_COOKIE_LIMIT`]):
 /// pushes a frame on the running task's shadow stack and writes
-/// `return_to_handler` into the slot (Linux: rethook_hook). False if there
+/// `rethook_trampoline` into the slot (Linux: rethook_hook). False if there
 /// is no task, the stack is full or the graph is dead.
 ///
 /// # Safety
@@ -398,30 +402,66 @@ pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
         return false;
     }
     // SAFETY: as above.
-    unsafe { slot.write(return_to_handler_addr()) };
+    unsafe { slot.write(rethook_trampoline_addr()) };
     true
 }
 
-/// If the top frame for slot `retp` is a rethook's, runs its handler, pops
-/// it and gives the real return address.
-#[inline(always)]
-fn rethook_return(retp: u64) -> Option<u64> {
-    if !RETHOOK_USED.load(Ordering::Relaxed) {
-        return None;
-    }
-    let task = crate::sched::current()?;
-    let (idx, frame) = task.ret_stack.top(retp).ok()?;
-    if frame.func >= RETHOOK_COOKIE_LIMIT {
-        return None;
-    }
+/// Called by `rethook_trampoline` (arch) when a function whose return a
+/// kretprobe hijacked returns, with every register saved in `regs`; the
+/// slot its `ret` used is just above them. Runs the rethook handler with
+/// `regs.rip` = the real return address and `regs.rsp` = the stack
+/// pointer after the return, pops the frame and gives back the real
+/// return address (Linux: `arch_rethook_trampoline_callback` and
+/// `rethook_trampoline_handler`).
+#[no_mangle]
+pub extern "C" fn rethook_trampoline_handler(regs: &mut PtRegs) -> u64 {
+    let retp = regs as *const PtRegs as u64 + core::mem::size_of::<PtRegs>() as u64;
+    let task = crate::sched::current();
+    let (idx, frame) = top_frame(task.as_deref(), retp);
+    regs.rip = frame.ret;
+    regs.rsp = retp + 8;
+    regs.cs = u64::from(crate::arch::gdt::KERNEL_CS.0);
     let h = RETHOOK_HANDLER.load(Ordering::Acquire);
-    if h != 0 {
+    if h != 0 && frame.func < RETHOOK_COOKIE_LIMIT {
         // SAFETY: only set_rethook_handler stores here, a fn of this type.
-        let h: fn(u64, u64, u64) = unsafe { core::mem::transmute(h) };
-        h(frame.func, frame.ret, retp);
+        let h: fn(u64, &mut PtRegs) = unsafe { core::mem::transmute(h) };
+        h(frame.func, regs);
     }
-    task.ret_stack.release(idx);
-    Some(frame.ret)
+    task.as_ref().expect("checked above").ret_stack.release(idx);
+    frame.ret
+}
+
+/// The top frame of `task`'s shadow stack, which must be for slot `retp`,
+/// and its index; a panic if it is not (see [`bad_frame`]).
+#[inline(always)]
+fn top_frame(task: Option<&crate::sched::Task>, retp: u64) -> (usize, tracer::fgraph::FgraphFrame) {
+    let top = match task {
+        Some(t) => t.ret_stack.top(retp),
+        None => Err(tracer::fgraph::BadFrame {
+            depth: 0,
+            top_retp: 0,
+            top_func: 0,
+        }),
+    };
+    match top {
+        Ok(top) => top,
+        Err(bad) => bad_frame(retp, bad),
+    }
+}
+
+/// A return through slot `retp` that the shadow stack's top frame is not
+/// for: there is nowhere safe to return to (Linux: "Bad function graph
+/// frame pointer", then it returns to panic()).
+#[cold]
+fn bad_frame(retp: u64, bad: tracer::fgraph::BadFrame) -> ! {
+    ftrace_graph_stop();
+    panic!(
+        "ftrace: bad function graph frame: return through slot {:#x}, shadow stack depth {}, top slot {:#x} (from {})",
+        retp,
+        bad.depth,
+        bad.top_retp,
+        crate::kallsyms::describe(bad.top_func)
+    );
 }
 
 /// Called by `return_to_handler` when a hijacked function returns, with
@@ -446,9 +486,6 @@ pub extern "C" fn ftrace_return_to_handler(retp: u64) -> u64 {
 /// traced functions, whose entries the lock then refuses). A return met
 /// while the lock is taken is still popped, only not reported.
 extern "C" fn ftrace_return_to_handler_any(retp: u64) -> u64 {
-    if let Some(ret) = rethook_return(retp) {
-        return ret;
-    }
     let bit = recursion::trylock(recursion::FTRACE_START);
     let ret = ftrace_return_to_handler_for(retp, bit.and(fgraph_ops()));
     if let Some(bit) = bit {
@@ -472,9 +509,6 @@ pub fn ftrace_return_to_handler_user(retp: u64, ops: &'static FgraphOps) -> u64 
     if !fgraph_ops_is(ops) {
         return ftrace_return_to_handler_any(retp);
     }
-    if let Some(ret) = rethook_return(retp) {
-        return ret;
-    }
     crate::sched::preempt_disable_notrace();
     let ret = ftrace_return_to_handler_for(retp, Some(ops));
     crate::sched::preempt_enable_notrace();
@@ -492,29 +526,7 @@ fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     // LAB 4 STUB: ftrace_graph_stop();
     // LAB 4 STUB: unimplemented!("lab 4: ftrace_return_to_handler: pop the shadow frame whose slot is retp")
     let task = crate::sched::current();
-    let top = match &task {
-        Some(t) => t.ret_stack.top(retp),
-        None => Err(tracer::fgraph::BadFrame {
-            depth: 0,
-            top_retp: 0,
-            top_func: 0,
-        }),
-    };
-    let (idx, frame) = match top {
-        Ok(top) => top,
-        Err(bad) => {
-            // Nowhere safe to return to (Linux: "Bad function graph frame
-            // pointer", then it returns to panic()).
-            ftrace_graph_stop();
-            panic!(
-                "ftrace: bad function graph frame: return through slot {:#x}, shadow stack depth {}, top slot {:#x} (from {})",
-                retp,
-                bad.depth,
-                bad.top_retp,
-                crate::kallsyms::describe(bad.top_func)
-            );
-        }
-    };
+    let (idx, frame) = top_frame(task.as_deref(), retp);
     let rs = &task.as_ref().expect("checked above").ret_stack;
     let rettime = super::trace::trace_clock();
     if let Some(ops) = ops {
@@ -540,7 +552,7 @@ pub fn ftrace_graph_ret_addr(idx: &mut usize, ret: u64, retp: u64) -> u64 {
     match crate::sched::current() {
         Some(task) => task
             .ret_stack
-            .ret_addr(idx, ret, retp, return_to_handler_addr()),
+            .ret_addr(idx, ret, retp, &return_trampolines()),
         None => ret,
     }
 }

@@ -35,9 +35,12 @@
 //! `$retval` being `rax` (Linux: `kretprobe_dispatcher` and
 //! `__kretprobe_trace_func`). At most MAXACTIVE calls are watched at once
 //! (default `max(10, 2 * CPUs)`); a call past that is not watched and
-//! counts as missed in `kprobe_profile`. At the return the handler knows
-//! `rax`, `rdx`, the return address and the stack pointer: the other
-//! registers read 0 in a return probe's arguments.
+//! counts as missed in `kprobe_profile`. At the return the handler has
+//! every register as the function left it (the kretprobe's trampoline
+//! saves them all, as Linux's rethook trampoline does): `rax`/`rdx`, the
+//! caller's callee-saved `rbx`, `rbp`, `r12`-`r15`, whatever the function
+//! left in the others, `ip` = the return address and `sp` the stack
+//! pointer after the return.
 //!
 //! A group is an event system: `events/GROUP/{enable,filter}` act on its
 //! probe events, and `set_event` names them as `GROUP:EVENT`.

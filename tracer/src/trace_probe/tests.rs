@@ -7,7 +7,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use std::collections::BTreeMap;
 
-use super::fetch::{get_data_size, store_trace_args, FetchEnv};
+use super::fetch::{self, get_data_size, store_trace_args, FetchEnv};
 use super::*;
 use crate::errno::Errno::{self, *};
 use crate::output::config::SymbolResolver;
@@ -726,4 +726,33 @@ mod fuzz {
             }
         }
     }
+}
+
+/// A return probe reads the callee-saved registers the function left (the
+/// caller's values, which the kernel's rethook trampoline saves), through
+/// the fetch programs and through the register copies the kernel compiles
+/// for register-only arguments: both give the same record.
+#[test]
+fn return_probe_reads_callee_saved_registers() {
+    let mut env = Env::new();
+    env.regs[reg::AX as usize] = 42;
+    // Indices in REG_NAMES: r15 0, r12 3, bx 5.
+    env.regs[5] = 0x1111_2222;
+    env.regs[reg::BP as usize] = 0x3333;
+    env.regs[3] = 7;
+    env.regs[0] = 0xffff_ffff_ffff_fffe;
+    let tp = parse("r:myret vfs_read b=%bx p=%bp r12=%r12:u8 r15=%r15:s64 $retval").unwrap();
+    let want = "(do_sys_open+0x34/0x40 <- vfs_read) b=0x11112222 p=0x3333 r12=7 r15=-2 arg5=0x2a";
+    assert_eq!(record_and_print(&tp, &env, 0), want);
+    // The same through register copies, the registers laid out by index.
+    let regs: Vec<u8> = env.regs.iter().flat_map(|r| r.to_le_bytes()).collect();
+    let copies = fetch::compile_reg_copies(&tp, regs.len(), |r| Some(u16::from(r) * 8))
+        .expect("register-only arguments");
+    let mut rec = vec![0u8; (tp.args_offset() + tp.size) as usize];
+    rec[8..16].copy_from_slice(&tp.addr().to_le_bytes());
+    rec[16..24].copy_from_slice(&0x1234u64.to_le_bytes());
+    fetch::store_reg_copies(&copies, &regs, &mut rec);
+    let mut out = TraceSeq::new();
+    print::print_event(&mut out, &tp, &rec, &syms());
+    assert_eq!(out.as_str().unwrap(), want);
 }

@@ -40,7 +40,27 @@ pub struct PtRegs {
     pub ss: u64,
 }
 
-global_asm!(
+/// The pushes that save the general registers below a frame's `vector`
+/// word, so that the stack pointer ends at a [`PtRegs`] (for the asm of
+/// the interrupt entry and of the kretprobes' trampoline).
+macro_rules! push_gprs {
+    () => {
+        "push rdi\npush rsi\npush rdx\npush rcx\npush rax\npush r8\npush r9\npush r10\n\
+         push r11\npush rbx\npush rbp\npush r12\npush r13\npush r14\npush r15\n"
+    };
+}
+pub(crate) use push_gprs;
+
+/// The pops that restore what [`push_gprs`] saved.
+macro_rules! pop_gprs {
+    () => {
+        "pop r15\npop r14\npop r13\npop r12\npop rbp\npop rbx\npop r11\npop r10\npop r9\n\
+         pop r8\npop rax\npop rcx\npop rdx\npop rsi\npop rdi\n"
+    };
+}
+pub(crate) use pop_gprs;
+
+global_asm!(concat!(
     r#"
 .pushsection .text.entry, "ax"
 .balign 16
@@ -77,46 +97,20 @@ int3_entry:
 
 common_interrupt:
     cld
-    push rdi
-    push rsi
-    push rdx
-    push rcx
-    push rax
-    push r8
-    push r9
-    push r10
-    push r11
-    push rbx
-    push rbp
-    push r12
-    push r13
-    push r14
-    push r15
-    mov rdi, rsp            /* &mut PtRegs */
+"#,
+    push_gprs!(),
+    r#"    mov rdi, rsp            /* &mut PtRegs */
     mov rbx, rsp            /* callee-saved: the unaligned stack pointer */
     and rsp, -16
     call interrupt_dispatch
     mov rsp, rbx
-    pop r15
-    pop r14
-    pop r13
-    pop r12
-    pop rbp
-    pop rbx
-    pop r11
-    pop r10
-    pop r9
-    pop r8
-    pop rax
-    pop rcx
-    pop rdx
-    pop rsi
-    pop rdi
-    add rsp, 16             /* vector and error code */
+"#,
+    pop_gprs!(),
+    r#"    add rsp, 16             /* vector and error code */
     iretq
 .popsection
 "#
-);
+));
 
 extern "C" {
     static idt_stubs: u8;

@@ -51,14 +51,73 @@ return_to_handler:
 "#,
 );
 
+// The kretprobes' return (Linux: `arch_rethook_trampoline` in
+// arch/x86/kernel/rethook.c): a function whose return a kretprobe
+// hijacked returns here, with the stack pointer just above its slot. It
+// saves every register as a `PtRegs` (the first word lands in the slot, to
+// be the real return address at the end), so that the handler sees what
+// the function left: the return value in rax/rdx and, in rbx, rbp and
+// r12-r15, the caller's values (the callee-saved registers the function
+// restored). `rethook_trampoline_handler(regs)` runs the handler, pops the
+// frame and returns the real return address; the registers (as the
+// handler left them) are restored and `ret` goes to the caller with the
+// stack pointer where the function's own `ret` would have left it.
+// function_graph's `return_to_handler` saves only rax/rdx: its returns pay
+// nothing for this.
+global_asm!(concat!(
+    r#"
+.pushsection .text.return_to_handler, "ax"
+.global rethook_trampoline
+.type rethook_trampoline, @function
+rethook_trampoline:
+    sub rsp, 8                       /* the slot: the real return address at the end */
+    push 0                           /* ss */
+    push 0                           /* rsp (the handler sets it) */
+    pushfq                           /* rflags */
+    push 0                           /* cs (the handler sets it) */
+    push 0                           /* rip (the handler sets it) */
+    push 0                           /* error_code */
+    push 0                           /* vector */
+"#,
+    super::entry::push_gprs!(),
+    r#"    mov rdi, rsp                     /* &PtRegs; the slot is just above it */
+    sub rsp, 8                       /* rsp 16-byte aligned for the call */
+    call rethook_trampoline_handler  /* rax = the real return address */
+    add rsp, 8
+    mov [rsp + 22 * 8], rax          /* into the slot */
+"#,
+    super::entry::pop_gprs!(),
+    r#"    add rsp, 4 * 8                   /* vector, error_code, rip, cs */
+    popfq
+    add rsp, 2 * 8                   /* rsp, ss */
+    ret                              /* to the real caller */
+.size rethook_trampoline, . - rethook_trampoline
+.popsection
+"#,
+));
+
 extern "C" {
     fn return_to_handler();
+    fn rethook_trampoline();
 }
 
 /// The address traced functions return to while hijacked.
 #[inline(always)]
 pub fn return_to_handler_addr() -> u64 {
     return_to_handler as *const () as u64
+}
+
+/// The address functions return to while a kretprobe hijacked their
+/// return.
+#[inline(always)]
+pub fn rethook_trampoline_addr() -> u64 {
+    rethook_trampoline as *const () as u64
+}
+
+/// The addresses a hijacked return address is replaced by, for unwinders.
+#[inline(always)]
+pub fn return_trampolines() -> [u64; 2] {
+    [return_to_handler_addr(), rethook_trampoline_addr()]
 }
 
 /// True if `slot` can be a return-address slot on a kernel stack: a

@@ -209,7 +209,7 @@ pub fn print_backtrace(rbp: u64) {
 pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
     let mut graph_idx = 0;
     let task = crate::sched::current();
-    let handler = super::fgraph::return_to_handler_addr();
+    let handlers = super::fgraph::return_trampolines();
     for _ in 0..max {
         if rbp < 0xffff_8000_0000_0000
             || !rbp.is_multiple_of(8)
@@ -226,7 +226,8 @@ pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
         f(
             ret,
             task.as_ref().map_or(ret, |t| {
-                t.ret_stack.ret_addr(&mut graph_idx, ret, rbp + 8, handler)
+                t.ret_stack
+                    .ret_addr(&mut graph_idx, ret, rbp + 8, &handlers)
             }),
         );
         if next <= rbp {
