@@ -206,3 +206,106 @@ fn loom_swap_cpu_vs_writer() {
         assert_eq!(seen, vec![0, 1, 2]);
     });
 }
+
+/// Reset while a writer runs. `reset` puts the reader page back in slot 0
+/// (swapping pages inside the table) and points the tail and commit page,
+/// which the writer holds by address, at slot 1 again; the writer's events
+/// after the reset land on the new tail page and are read intact, in order.
+#[test]
+fn loom_reset_vs_writer() {
+    model(|| {
+        let rb = Arc::new(RingBuffer::new(1, 2 * 4080).unwrap());
+        // Read one page away first, so that the reader page is not in slot
+        // 0 when the reset comes and the reset has pages to swap.
+        // SAFETY: the only writer of CPU 0 until the thread below starts.
+        unsafe {
+            for i in 0..3u8 {
+                assert!(rb.write(0, 90 + i as u64, &ev(i)));
+            }
+        }
+        assert_eq!(rb.consume_with(0, |_, d, _| check(d)), Some(0));
+        let w = {
+            let rb = rb.clone();
+            thread::spawn(move || {
+                let mut ok = Vec::new();
+                for i in 3..6u8 {
+                    // SAFETY: the only writer of CPU 0.
+                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
+                        ok.push(i);
+                    }
+                }
+                ok
+            })
+        };
+        rb.reset();
+        let ok = w.join().unwrap();
+        let mut seen = Vec::new();
+        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
+            seen.push(i);
+        }
+        // What the reset did not clear is a suffix of what was written;
+        // unless the reset came after the writer's last event, that event
+        // is in it.
+        let all: Vec<u8> = (1..3).chain(ok.iter().copied()).collect();
+        assert!(all.ends_with(&seen), "seen {seen:?} of {all:?}");
+        assert!(
+            seen.is_empty() || seen.last() == ok.last(),
+            "seen {seen:?} ok {ok:?}"
+        );
+        // The tail (by address) is a page of the table: writing goes on.
+        // SAFETY: the writer thread is joined.
+        assert!(unsafe { rb.write(0, 200, &ev(9)) });
+        let mut last = None;
+        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
+            last = Some(i);
+        }
+        assert_eq!(last, Some(9));
+    });
+}
+
+/// Shrinking while a writer runs: the resize builds a new page table (the
+/// tail and commit page move to addresses in it) and drops the oldest
+/// pages; what is read is intact and in order, and writing goes on in the
+/// new table.
+#[test]
+fn loom_shrink_vs_writer() {
+    model(|| {
+        let rb = Arc::new(RingBuffer::new(1, 3 * 4080).unwrap());
+        let w = {
+            let rb = rb.clone();
+            thread::spawn(move || {
+                let mut ok = Vec::new();
+                for i in 0..5u8 {
+                    // SAFETY: the only writer of CPU 0.
+                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
+                        ok.push(i);
+                    }
+                }
+                ok
+            })
+        };
+        rb.resize(tracer::ring_buffer::Cpus::All, 2 * 4080).unwrap();
+        let ok = w.join().unwrap();
+        assert_eq!(rb.nr_pages(0), 2);
+        let mut seen = Vec::new();
+        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
+            seen.push(i);
+        }
+        assert!(
+            seen.windows(2).all(|w| w[0] < w[1]),
+            "out of order {seen:?}"
+        );
+        assert!(
+            seen.iter().all(|s| ok.contains(s)),
+            "seen {seen:?} ok {ok:?}"
+        );
+        assert_eq!(seen.last(), ok.last(), "seen {seen:?} ok {ok:?}");
+        // SAFETY: the writer thread is joined.
+        assert!(unsafe { rb.write(0, 300, &ev(9)) });
+        let mut last = None;
+        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
+            last = Some(i);
+        }
+        assert_eq!(last, Some(9));
+    });
+}

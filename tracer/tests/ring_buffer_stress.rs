@@ -346,6 +346,83 @@ fn stress_producer_consumer_with_resize() {
     run(false, ReadMode::Pages, true, 1000);
 }
 
+/// `reset_cpu` while writers (with nested events) and a reader run: a
+/// reset moves the tail and commit page, which the writers hold by
+/// address, back to slot 1 of the table after swapping the reader page
+/// into slot 0. Whatever is read is intact and in order; after the last
+/// reset and the drain, every CPU writes and reads again.
+#[test]
+fn stress_reset_with_writers() {
+    let rb = Arc::new(RingBuffer::new(NR_CPUS, 4 * 4080).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let clock = Arc::new(AtomicU64::new(1_000_000_000));
+    let writers: Vec<_> = (0..NR_CPUS)
+        .map(|cpu| {
+            let (rb, stop, clock) = (rb.clone(), stop.clone(), clock.clone());
+            thread::spawn(move || writer(&rb, cpu, &stop, &clock))
+        })
+        .collect();
+    let rstop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (rb, rstop) = (rb.clone(), rstop.clone());
+        thread::spawn(move || {
+            let mut seen = vec![Seen::default(); NR_CPUS];
+            let mut page = Box::new([0u8; PAGE_SIZE]);
+            while !rstop.load(Ordering::Relaxed) {
+                for (cpu, s) in seen.iter_mut().enumerate() {
+                    for _ in 0..50 {
+                        if !read_one(&rb, cpu, ReadMode::Consume, s, &mut page) {
+                            break;
+                        }
+                    }
+                }
+                thread::yield_now();
+            }
+            seen
+        })
+    };
+    let t0 = Instant::now();
+    let mut resets = 0;
+    while t0.elapsed() < Duration::from_millis(800) {
+        for cpu in 0..NR_CPUS {
+            rb.reset_cpu(cpu).unwrap();
+            resets += 1;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let results: Vec<WriterResult> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    rstop.store(true, Ordering::Relaxed);
+    let mut seen = reader.join().unwrap();
+    let mut page = Box::new([0u8; PAGE_SIZE]);
+    for (cpu, s) in seen.iter_mut().enumerate() {
+        while read_one(&rb, cpu, ReadMode::Consume, s, &mut page) {}
+        assert!(
+            rb.empty_cpu(cpu),
+            "not empty after drain:\n{}",
+            rb.debug_dump(cpu)
+        );
+        eprintln!(
+            "cpu {cpu}: committed {} read {} after {resets} resets",
+            results[cpu].committed.len(),
+            s.seqs.len()
+        );
+        assert!(s.seqs.len() > 100, "cpu {cpu}: too few events read");
+        // Every event read was committed (`record` checked the order).
+        let committed: std::collections::HashSet<u64> =
+            results[cpu].committed.iter().copied().collect();
+        assert!(s.seqs.iter().all(|q| committed.contains(q)));
+        // The tail is a page of the table: a new event is written and read.
+        let mut b = vec![0u8; 64];
+        fill(&mut b, cpu, u64::MAX / 2);
+        // SAFETY: the writers are joined; this thread is the only writer.
+        assert!(unsafe { rb.write(cpu, u64::MAX / 4, &b) });
+        let got = rb.consume_with(cpu, |_, d, _| check(d)).unwrap();
+        assert_eq!(got, (cpu, u64::MAX / 2));
+    }
+    assert!(resets > 20, "only {resets} resets");
+}
+
 /// One writer's side of the test's grace-period scheme: `gp` is odd while
 /// the writer is inside a write (between loading a per-CPU pointer and its
 /// commit), even outside. A fence after entering orders the pointer load

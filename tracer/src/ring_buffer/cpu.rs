@@ -71,7 +71,12 @@ pub(crate) struct RingBufferPerCpu {
     pages: UnsafeCell<Vec<BufferPage>>,
     pub(crate) nr_pages: AtomicUsize,
     head_page: AtomicUsize,
+    /// The tail page by *address* (an element of the page table), as
+    /// Linux's `struct buffer_page *tail_page`: the writer's fast path
+    /// reaches it with one load, without the table's bounds test and the
+    /// index-times-size multiply. See [`page_at`](Self::page_at).
     tail_page: AtomicUsize,
+    /// The commit page by address, as `tail_page`.
     commit_page: AtomicUsize,
     reader_page: AtomicUsize,
 
@@ -155,6 +160,12 @@ fn find_head(pages: &[BufferPage], start: usize) -> Option<usize> {
     None
 }
 
+/// The address of `pages[idx]`, as `tail_page` and `commit_page` hold it.
+#[inline]
+fn page_addr(pages: &[BufferPage], idx: usize) -> usize {
+    &pages[idx] as *const BufferPage as usize
+}
+
 /// Link `pages[1..]` into a ring with `pages[1]` as head (HEAD flag in
 /// `pages[n].next`) and `pages[0]` as the reader page pointing at the head.
 fn link_ring(pages: &[BufferPage]) {
@@ -178,12 +189,14 @@ impl RingBufferPerCpu {
     pub(crate) fn new(nr_pages: usize) -> Result<Self, AllocError> {
         let pages = alloc_pages(nr_pages)?;
         link_ring(&pages);
+        // The table's storage does not move when the Vec is moved below.
+        let first = page_addr(&pages, 1);
         Ok(RingBufferPerCpu {
             pages: UnsafeCell::new(pages),
             nr_pages: AtomicUsize::new(nr_pages),
             head_page: AtomicUsize::new(1),
-            tail_page: AtomicUsize::new(1),
-            commit_page: AtomicUsize::new(1),
+            tail_page: AtomicUsize::new(first),
+            commit_page: AtomicUsize::new(first),
             reader_page: AtomicUsize::new(READER),
             entries: AtomicUsize::new(0),
             entries_bytes: AtomicUsize::new(0),
@@ -214,6 +227,58 @@ impl RingBufferPerCpu {
         // path calls this only under that lock). So no `&` obtained here is
         // alive while it is mutated.
         unsafe { &*self.pages.get() }
+    }
+
+    /// The page at `addr`, a value of `tail_page` or `commit_page`.
+    ///
+    /// # Safety
+    /// `addr` was loaded from `tail_page` or `commit_page` by a writer in
+    /// flight (between its `state` enter and leave) or under the reader
+    /// lock. Those two always hold the address of an element of the
+    /// current page table: they are only ever set to one (`new`, `reset`,
+    /// `resize`, and the moves along the ring, which store an element's
+    /// address), and the table's storage is replaced only by
+    /// `with_quiesced` (`resize`), which sets both anew before it lets
+    /// writers and readers in again; `reset` swaps elements in place, so
+    /// an address then names whatever page sits in that slot, as an index
+    /// did.
+    #[inline(always)]
+    unsafe fn page_at(&self, addr: usize) -> &BufferPage {
+        debug_assert!(self
+            .pages()
+            .as_ptr_range()
+            .contains(&(addr as *const BufferPage)));
+        // SAFETY: per the contract, `addr` points at a live element of the
+        // table, which no one mutates through `&mut` while we hold it.
+        unsafe { &*(addr as *const BufferPage) }
+    }
+
+    /// The table index of a page address held by `tail_page` or
+    /// `commit_page` (the slow paths and the reader work with indexes, as
+    /// the `next` links hold them).
+    #[inline]
+    fn page_index(&self, addr: usize) -> usize {
+        let idx = (addr - self.pages().as_ptr() as usize) / core::mem::size_of::<BufferPage>();
+        debug_assert!(idx < self.pages().len());
+        idx
+    }
+
+    /// The address of page `idx`, to store in `tail_page`/`commit_page`.
+    #[inline]
+    fn page_addr(&self, idx: usize) -> usize {
+        page_addr(self.pages(), idx)
+    }
+
+    /// `tail_page` as an index.
+    #[inline]
+    fn tail_idx(&self, order: Ordering) -> usize {
+        self.page_index(self.tail_page.load(order))
+    }
+
+    /// `commit_page` as an index.
+    #[inline]
+    fn commit_idx(&self, order: Ordering) -> usize {
+        self.page_index(self.commit_page.load(order))
     }
 
     // ---------------------------------------------------------------
@@ -335,8 +400,8 @@ impl RingBufferPerCpu {
         if length != len + data_off {
             return None;
         }
-        let tail_idx = self.tail_page.load(Acquire);
-        let tail_page = self.pages().get(tail_idx)?;
+        // SAFETY: loaded by a writer in flight.
+        let tail_page = unsafe { self.page_at(self.tail_page.load(Acquire)) };
         let wv = tail_page.write.load(Acquire);
         let w = wv & RB_WRITE_MASK;
         let before = self.before_stamp.load(Relaxed);
@@ -464,9 +529,8 @@ impl RingBufferPerCpu {
         // LAB 3 BEGIN: rb_reserve_next (reserve one event on the tail page, with the time stamp rules)
         // LAB 3 STUB: let _ = (len, length, ts, overwrite);
         // LAB 3 STUB: unimplemented!("lab 3: rb_reserve_next: reserve `length` bytes on the tail page (ring_buffer.c __rb_reserve_next)")
-        let pages = self.pages();
-        let tail_idx = self.tail_page.load(Acquire);
-        let tail_page = &pages[tail_idx];
+        let tail_idx = self.tail_idx(Acquire);
+        let tail_page = &self.pages()[tail_idx];
         let wv = tail_page.write.load(Acquire);
         let w = wv & RB_WRITE_MASK;
         let before = self.before_stamp.load(Relaxed);
@@ -567,7 +631,7 @@ impl RingBufferPerCpu {
 
     /// `rb_move_tail`: the event did not fit on the tail page.
     fn rb_move_tail(&self, tail: usize, length: usize, tail_idx: usize, overwrite: bool) -> Step {
-        let commit_idx = self.commit_page.load(Acquire);
+        let commit_idx = self.commit_idx(Acquire);
         let next_idx = self.rb_inc_page(tail_idx);
 
         // An interrupt storm went all the way around the buffer.
@@ -595,7 +659,7 @@ impl RingBufferPerCpu {
                     Ok(true) => update_tail = false, // out_again
                     Ok(false) => {}
                 }
-            } else if commit_idx != self.tail_page.load(Acquire)
+            } else if commit_idx != self.tail_idx(Acquire)
                 && commit_idx == self.reader_page.load(Acquire)
             {
                 // The commit is still on the reader page and nested writers
@@ -642,7 +706,7 @@ impl RingBufferPerCpu {
         // Interrupts may have moved the head further and reset this flag;
         // then the tail moved past next_page and we must undo our HEAD.
         if ret == RB_PAGE_NORMAL {
-            let t = self.tail_page.load(Acquire);
+            let t = self.tail_idx(Acquire);
             if t != tail_idx && t != next_idx {
                 self.rb_head_page_set(new_head, next_idx, RB_PAGE_HEAD, RB_PAGE_NORMAL);
             }
@@ -664,7 +728,7 @@ impl RingBufferPerCpu {
         // holds an old `write` value will then fail its cmpxchg.
         let old_write = next.write.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
         let old_entries = next.entries.fetch_add(RB_WRITE_INTCNT, SeqCst) + RB_WRITE_INTCNT;
-        if tail_idx == self.tail_page.load(Acquire) {
+        if tail_idx == self.tail_idx(Acquire) {
             let _ =
                 next.write
                     .compare_exchange(old_write, old_write & !RB_WRITE_MASK, SeqCst, Relaxed);
@@ -676,9 +740,12 @@ impl RingBufferPerCpu {
             );
             next.page.commit.store(0, Release);
             // Either we move the tail or an interrupt already did.
-            let _ = self
-                .tail_page
-                .compare_exchange(tail_idx, next_idx, SeqCst, Relaxed);
+            let _ = self.tail_page.compare_exchange(
+                self.page_addr(tail_idx),
+                self.page_addr(next_idx),
+                SeqCst,
+                Relaxed,
+            );
         }
     }
 
@@ -751,13 +818,13 @@ impl RingBufferPerCpu {
     fn rb_set_commit_to_write(&self) {
         let cp = self.commit_page.load(Relaxed);
         if cp == self.tail_page.load(Acquire) {
-            if let Some(p) = self.pages().get(cp) {
-                let w = p.write_index();
-                #[cfg(all(test, not(loom)))]
-                test_hook::fire("commit_before_store");
-                p.page.commit.store(w as u64, Release);
-                return;
-            }
+            // SAFETY: loaded by a writer in flight.
+            let p = unsafe { self.page_at(cp) };
+            let w = p.write_index();
+            #[cfg(all(test, not(loom)))]
+            test_hook::fire("commit_before_store");
+            p.page.commit.store(w as u64, Release);
+            return;
         }
         self.rb_set_commit_to_write_slow();
     }
@@ -771,8 +838,8 @@ impl RingBufferPerCpu {
         loop {
             let mut max_count = self.nr_pages.load(Relaxed) * 100;
             loop {
-                let cp = self.commit_page.load(Relaxed);
-                let tp = self.tail_page.load(Acquire);
+                let cp = self.commit_idx(Relaxed);
+                let tp = self.tail_idx(Acquire);
                 if cp == tp {
                     break;
                 }
@@ -782,14 +849,15 @@ impl RingBufferPerCpu {
                 }
                 let p = &pages[cp];
                 p.page.commit.store(p.write_index() as u64, Release);
-                self.commit_page.store(self.rb_inc_page(cp), Release);
+                self.commit_page
+                    .store(self.page_addr(self.rb_inc_page(cp)), Release);
             }
-            let cp = self.commit_page.load(Relaxed);
+            let cp = self.commit_idx(Relaxed);
             let p = &pages[cp];
             while p.commit() != p.write_index() {
                 p.page.commit.store(p.write_index() as u64, Release);
             }
-            if cp == self.tail_page.load(Acquire) {
+            if cp == self.tail_idx(Acquire) {
                 break;
             }
         }
@@ -841,7 +909,7 @@ impl RingBufferPerCpu {
             // off it, so if commit_page is elsewhere, `size` is final.
             // (Loading them in the other order loses the end of a page that
             // the writer finishes between the two loads.)
-            let commit_page = self.commit_page.load(Acquire);
+            let commit_page = self.commit_idx(Acquire);
             let size = rp.commit();
             if read < size {
                 result = Some(reader);
@@ -989,7 +1057,7 @@ impl RingBufferPerCpu {
         let rp = &pages[reader];
         let read = rp.read.load(Relaxed);
         // Commit page first, then commit (see rb_get_reader_page).
-        let writer_on_page = reader == self.commit_page.load(Acquire);
+        let writer_on_page = reader == self.commit_idx(Acquire);
         let commit = rp.commit();
         let missed_events = self.lost_events.load(Relaxed);
         out.fill(0);
@@ -1089,7 +1157,7 @@ impl RingBufferPerCpu {
     }
 
     pub(crate) fn commit_page_index(&self) -> usize {
-        self.commit_page.load(Acquire)
+        self.commit_idx(Acquire)
     }
 
     /// The page after `page` for an iterator (`rb_inc_iter`).
@@ -1157,7 +1225,10 @@ impl RingBufferPerCpu {
         r
     }
 
-    fn reset_state(&self, nr_pages: usize) {
+    /// Counters and stamps to zero; head, tail and commit on page 1 of
+    /// `pages` (the table being installed), the reader page 0.
+    fn reset_state(&self, pages: &[BufferPage]) {
+        let nr_pages = pages.len() - 1;
         self.nr_pages.store(nr_pages, Relaxed);
         for a in [
             &self.entries,
@@ -1178,8 +1249,8 @@ impl RingBufferPerCpu {
             a.store(0, Relaxed);
         }
         self.head_page.store(1, Relaxed);
-        self.tail_page.store(1, Relaxed);
-        self.commit_page.store(1, Relaxed);
+        self.tail_page.store(page_addr(pages, 1), Relaxed);
+        self.commit_page.store(page_addr(pages, 1), Relaxed);
         self.reader_page.store(READER, Relaxed);
     }
 
@@ -1193,7 +1264,7 @@ impl RingBufferPerCpu {
                 p.reset();
             }
             link_ring(pages);
-            s.reset_state(pages.len() - 1);
+            s.reset_state(pages);
         })
     }
 
@@ -1222,7 +1293,10 @@ impl RingBufferPerCpu {
                 return Err(RingBufferError::Busy);
             }
             let reader = s.reader_page.load(Relaxed);
-            let tail = s.tail_page.load(Relaxed);
+            // (The index from the address by hand: `s.tail_idx` would go
+            // through `s.pages()`.)
+            let tail = (s.tail_page.load(Relaxed) - pages.as_ptr() as usize)
+                / core::mem::size_of::<BufferPage>();
             // Ring order from the head.
             // (Only `pages` is used to reach the table here: no `s.pages()`
             // while this `&mut` is alive.)
@@ -1275,15 +1349,17 @@ impl RingBufferPerCpu {
             let nd = keep_data.len();
             s.nr_pages.store(table.len() - 1, Relaxed);
             s.reader_page.store(READER, Relaxed);
+            // The addresses are the new table's elements: its storage
+            // stays where it is when the Vec moves into `*pages`.
             if nd == 0 {
                 // Tail (and commit) stay on the reader page; head = 1.
                 s.head_page.store(1, Relaxed);
-                s.tail_page.store(READER, Relaxed);
-                s.commit_page.store(READER, Relaxed);
+                s.tail_page.store(page_addr(&table, READER), Relaxed);
+                s.commit_page.store(page_addr(&table, READER), Relaxed);
             } else {
                 s.head_page.store(1, Relaxed);
-                s.tail_page.store(nd, Relaxed);
-                s.commit_page.store(nd, Relaxed);
+                s.tail_page.store(page_addr(&table, nd), Relaxed);
+                s.commit_page.store(page_addr(&table, nd), Relaxed);
             }
             *pages = table;
             drop(slots);
@@ -1320,7 +1396,7 @@ impl RingBufferPerCpu {
     pub(crate) fn oldest_event_ts(&self) -> u64 {
         let _g = self.lock_reader();
         let pages = self.pages();
-        let page = if self.tail_page.load(Acquire) == self.reader_page.load(Relaxed) {
+        let page = if self.tail_idx(Acquire) == self.reader_page.load(Relaxed) {
             Some(self.reader_page.load(Relaxed))
         } else {
             self.rb_set_head_page()
@@ -1334,7 +1410,7 @@ impl RingBufferPerCpu {
         let pages = self.pages();
         let reader = self.reader_page.load(Relaxed);
         let rp = &pages[reader];
-        let commit = self.commit_page.load(Acquire);
+        let commit = self.commit_idx(Acquire);
         if rp.read.load(Relaxed) < rp.commit() {
             return false;
         }
@@ -1359,8 +1435,8 @@ impl RingBufferPerCpu {
             s,
             "head {} tail {} commit {} reader {} entries {} overrun {} read {} committing {} writers {} disabled {}",
             self.head_page.load(Relaxed),
-            self.tail_page.load(Relaxed),
-            self.commit_page.load(Relaxed),
+            self.tail_idx(Relaxed),
+            self.commit_idx(Relaxed),
             self.reader_page.load(Relaxed),
             self.entries.load(Relaxed),
             self.overrun.load(Relaxed),

@@ -12,7 +12,11 @@
 //! bits of `next`; we keep the same protocol with page *indexes* into a
 //! per-CPU page table: `next = index << 2 | flags`, the flags being
 //! `RB_PAGE_HEAD` ("the page I point to is the head") and `RB_PAGE_UPDATE`
-//! ("a writer is moving the head").
+//! ("a writer is moving the head"). `tail_page` and `commit_page`, which
+//! every event reads, hold the page's *address* in the table, as Linux's
+//! pointers (one load, no bounds test or multiply); they are set only to
+//! elements of the current table, which moves only while writers are
+//! stopped (resize), and the slow paths turn them back into indexes.
 //!
 //! # Writers (no locks, never wait for another CPU)
 //! `lock_reserve` claims `[w, w + len)` of the tail page with a

@@ -28,6 +28,8 @@ pub(crate) struct DataPage {
 
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<DataPage>() == super::event::PAGE_SIZE);
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<BufferPage>() == 64);
 
 impl DataPage {
     /// Allocate a zeroed page without going through the stack.
@@ -66,6 +68,13 @@ impl DataPage {
 /// `struct buffer_page`. The `next` field is Linux's `list.next` with the
 /// page *index* in place of the pointer: `next = index << 2 | flags`, where
 /// the flags are `RB_PAGE_HEAD` or `RB_PAGE_UPDATE`.
+///
+/// 64 bytes, aligned: the per-CPU buffer's `tail_page` and `commit_page`
+/// hold a page's address in the table, and the reader turns one back into
+/// an index with a shift rather than a division by 56 (and the writer's
+/// `write`/`entries` of the tail page share no cache line with another
+/// page's).
+#[repr(align(64))]
 pub(crate) struct BufferPage {
     pub(crate) next: AtomicUsize,
     pub(crate) prev: AtomicUsize,
