@@ -407,7 +407,11 @@ pub fn trace_buffer_write_at(
     let cpu = arch::cpu_id();
     // SAFETY: preemption is off, so this CPU is the only non-nested writer
     // of its buffer; interrupts that trace nest and commit before returning.
-    let Some(mut res) = (unsafe { tr.buffer.lock_reserve(cpu, len, ts) }) else {
+    // `cpu < tr.buffer.nr_cpus()`: every trace array's buffers are made
+    // for `arch::nr_cpus()` CPUs (`TraceArray::new`), after every CPU that
+    // runs came online (`trace::init` follows `start_aps`), and CPU ids are
+    // below that number.
+    let Some(mut res) = (unsafe { tr.buffer.lock_reserve_cpu_unchecked(cpu, len, ts) }) else {
         return false;
     };
     fill(res.data_mut());

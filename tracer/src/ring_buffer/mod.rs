@@ -557,6 +557,32 @@ impl RingBuffer {
         })
     }
 
+    /// [`lock_reserve`](Self::lock_reserve) for a `cpu` the caller knows
+    /// to be one of this buffer's: the per-CPU pointer is loaded without
+    /// the bounds test (Linux tests `buffer->cpumask` here; a kernel whose
+    /// buffers are all made for every CPU it runs has nothing to test).
+    ///
+    /// # Safety
+    /// As [`lock_reserve`](Self::lock_reserve), and `cpu < self.nr_cpus()`.
+    #[inline(always)]
+    pub unsafe fn lock_reserve_cpu_unchecked(
+        &self,
+        cpu: usize,
+        len: usize,
+        ts: u64,
+    ) -> Option<Reservation<'_>> {
+        debug_assert!(cpu < self.cpus.len());
+        // SAFETY: `cpu < self.cpus.len()` by the contract; the pointer is
+        // valid as in `cpu()`.
+        let c = unsafe { &*self.cpus.get_unchecked(cpu).load(Ordering::Acquire) };
+        let r = c.lock_reserve(len, ts, &self.overwrite, &self.record_disabled)?;
+        Some(Reservation {
+            cpu: c,
+            r,
+            _not_send: PhantomData,
+        })
+    }
+
     /// `ring_buffer_unlock_commit`.
     #[inline(always)]
     pub fn unlock_commit(&self, res: Reservation<'_>) {
@@ -929,6 +955,24 @@ mod tests {
             6 | 5 << 5
         );
         assert_eq!(&d[32..56], &[8; 24]);
+    }
+
+    #[test]
+    fn lock_reserve_cpu_unchecked_writes_on_that_cpu() {
+        let rb = RingBuffer::new(3, 2 * 4080).unwrap();
+        for cpu in 0..3 {
+            // SAFETY: one thread; `cpu < 3`.
+            let mut r = unsafe { rb.lock_reserve_cpu_unchecked(cpu, 8, 100 + cpu as u64) }.unwrap();
+            r.data_mut().copy_from_slice(&[cpu as u8 + 1; 8]);
+            rb.unlock_commit(r);
+        }
+        for cpu in 0..3 {
+            assert_eq!(drain(&rb, cpu), [cpu as u8 + 1]);
+        }
+        // Recording off: refused, as by `lock_reserve`.
+        rb.record_off();
+        // SAFETY: as above.
+        assert!(unsafe { rb.lock_reserve_cpu_unchecked(1, 8, 200) }.is_none());
     }
 
     /// The payloads' first bytes on `cpu`, consumed.
