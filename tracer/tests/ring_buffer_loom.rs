@@ -28,6 +28,27 @@ fn check(data: &[u8]) -> u8 {
     i
 }
 
+/// A thread that writes events `ids` on CPU 0 (time stamp 100 + id) and
+/// returns the ids whose write succeeded.
+fn spawn_writer(rb: &Arc<RingBuffer>, ids: core::ops::Range<u8>) -> thread::JoinHandle<Vec<u8>> {
+    let rb = rb.clone();
+    thread::spawn(move || {
+        let mut ok = Vec::new();
+        for i in ids {
+            // SAFETY: the only writer of CPU 0.
+            if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
+                ok.push(i);
+            }
+        }
+        ok
+    })
+}
+
+/// The ids of the events left on CPU 0, consumed (each checked intact).
+fn drain(rb: &RingBuffer) -> Vec<u8> {
+    core::iter::from_fn(|| rb.consume_with(0, |_, d, _| check(d))).collect()
+}
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     // LOOM_MAX_PREEMPTIONS (read by Builder::new) overrides this default;
@@ -45,19 +66,7 @@ fn writer_vs_reader(n: u8, overwrite: bool) {
     model(move || {
         let rb = Arc::new(RingBuffer::new(1, 2 * 4080).unwrap());
         rb.set_overwrite(overwrite);
-        let w = {
-            let rb = rb.clone();
-            thread::spawn(move || {
-                let mut ok = Vec::new();
-                for i in 0..n {
-                    // SAFETY: the only writer of CPU 0.
-                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
-                        ok.push(i);
-                    }
-                }
-                ok
-            })
-        };
+        let w = spawn_writer(&rb, 0..n);
         let mut seen = Vec::new();
         let mut lost = 0;
         for _ in 0..2 {
@@ -146,25 +155,10 @@ fn loom_nested_writer_vs_reader() {
 fn loom_resize_vs_writer() {
     model(|| {
         let rb = Arc::new(RingBuffer::new(1, 2 * 4080).unwrap());
-        let w = {
-            let rb = rb.clone();
-            thread::spawn(move || {
-                let mut ok = Vec::new();
-                for i in 0..3u8 {
-                    // SAFETY: the only writer of CPU 0.
-                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
-                        ok.push(i);
-                    }
-                }
-                ok
-            })
-        };
+        let w = spawn_writer(&rb, 0..3);
         rb.resize(tracer::ring_buffer::Cpus::All, 3 * 4080).unwrap();
         let ok = w.join().unwrap();
-        let mut seen = Vec::new();
-        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
-            seen.push(i);
-        }
+        let seen = drain(&rb);
         assert_eq!(seen, ok);
         assert_eq!(rb.nr_pages(0), 3);
     });
@@ -224,25 +218,10 @@ fn loom_reset_vs_writer() {
             }
         }
         assert_eq!(rb.consume_with(0, |_, d, _| check(d)), Some(0));
-        let w = {
-            let rb = rb.clone();
-            thread::spawn(move || {
-                let mut ok = Vec::new();
-                for i in 3..6u8 {
-                    // SAFETY: the only writer of CPU 0.
-                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
-                        ok.push(i);
-                    }
-                }
-                ok
-            })
-        };
+        let w = spawn_writer(&rb, 3..6);
         rb.reset();
         let ok = w.join().unwrap();
-        let mut seen = Vec::new();
-        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
-            seen.push(i);
-        }
+        let seen = drain(&rb);
         // What the reset did not clear is a suffix of what was written;
         // unless the reset came after the writer's last event, that event
         // is in it.
@@ -271,26 +250,11 @@ fn loom_reset_vs_writer() {
 fn loom_shrink_vs_writer() {
     model(|| {
         let rb = Arc::new(RingBuffer::new(1, 3 * 4080).unwrap());
-        let w = {
-            let rb = rb.clone();
-            thread::spawn(move || {
-                let mut ok = Vec::new();
-                for i in 0..5u8 {
-                    // SAFETY: the only writer of CPU 0.
-                    if unsafe { rb.write(0, 100 + i as u64, &ev(i)) } {
-                        ok.push(i);
-                    }
-                }
-                ok
-            })
-        };
+        let w = spawn_writer(&rb, 0..5);
         rb.resize(tracer::ring_buffer::Cpus::All, 2 * 4080).unwrap();
         let ok = w.join().unwrap();
         assert_eq!(rb.nr_pages(0), 2);
-        let mut seen = Vec::new();
-        while let Some(i) = rb.consume_with(0, |_, d, _| check(d)) {
-            seen.push(i);
-        }
+        let seen = drain(&rb);
         assert!(
             seen.windows(2).all(|w| w[0] < w[1]),
             "out of order {seen:?}"

@@ -169,6 +169,49 @@ fn read_one(
     }
 }
 
+/// One [`writer`] thread per CPU.
+fn spawn_writers(
+    rb: &Arc<RingBuffer>,
+    stop: &Arc<AtomicBool>,
+    clock: &Arc<AtomicU64>,
+) -> Vec<thread::JoinHandle<WriterResult>> {
+    (0..NR_CPUS)
+        .map(|cpu| {
+            let (rb, stop, clock) = (rb.clone(), stop.clone(), clock.clone());
+            thread::spawn(move || writer(&rb, cpu, &stop, &clock))
+        })
+        .collect()
+}
+
+/// A reader thread taking up to 50 events of each CPU in turn until
+/// `rstop`; it returns what it saw.
+fn spawn_reader(
+    rb: &Arc<RingBuffer>,
+    mode: ReadMode,
+    rstop: &Arc<AtomicBool>,
+) -> thread::JoinHandle<Vec<Seen>> {
+    let (rb, rstop) = (rb.clone(), rstop.clone());
+    thread::spawn(move || {
+        let mut seen = vec![Seen::default(); NR_CPUS];
+        let mut page = Box::new([0u8; PAGE_SIZE]);
+        let mut n = 0u64;
+        while !rstop.load(Ordering::Relaxed) {
+            for (cpu, s) in seen.iter_mut().enumerate() {
+                for _ in 0..50 {
+                    if !read_one(&rb, cpu, mode, s, &mut page) {
+                        break;
+                    }
+                }
+            }
+            n += 1;
+            if n.is_multiple_of(16) {
+                thread::yield_now();
+            }
+        }
+        seen
+    })
+}
+
 fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
     // Small buffer (4 pages) so that it wraps often.
     let rb = Arc::new(RingBuffer::new(NR_CPUS, 4 * 4080).unwrap());
@@ -176,35 +219,9 @@ fn run(overwrite: bool, mode: ReadMode, resize: bool, millis: u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(AtomicU64::new(1_000_000_000));
 
-    let writers: Vec<_> = (0..NR_CPUS)
-        .map(|cpu| {
-            let (rb, stop, clock) = (rb.clone(), stop.clone(), clock.clone());
-            thread::spawn(move || writer(&rb, cpu, &stop, &clock))
-        })
-        .collect();
+    let writers = spawn_writers(&rb, &stop, &clock);
     let rstop = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (rb, rstop) = (rb.clone(), rstop.clone());
-        thread::spawn(move || {
-            let mut seen = vec![Seen::default(); NR_CPUS];
-            let mut page = Box::new([0u8; PAGE_SIZE]);
-            let mut n = 0u64;
-            while !rstop.load(Ordering::Relaxed) {
-                for (cpu, s) in seen.iter_mut().enumerate() {
-                    for _ in 0..50 {
-                        if !read_one(&rb, cpu, mode, s, &mut page) {
-                            break;
-                        }
-                    }
-                }
-                n += 1;
-                if n.is_multiple_of(16) {
-                    thread::yield_now();
-                }
-            }
-            seen
-        })
-    };
+    let reader = spawn_reader(&rb, mode, &rstop);
     let resizer = resize.then(|| {
         let (rb, stop) = (rb.clone(), stop.clone());
         thread::spawn(move || {
@@ -356,31 +373,9 @@ fn stress_reset_with_writers() {
     let rb = Arc::new(RingBuffer::new(NR_CPUS, 4 * 4080).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(AtomicU64::new(1_000_000_000));
-    let writers: Vec<_> = (0..NR_CPUS)
-        .map(|cpu| {
-            let (rb, stop, clock) = (rb.clone(), stop.clone(), clock.clone());
-            thread::spawn(move || writer(&rb, cpu, &stop, &clock))
-        })
-        .collect();
+    let writers = spawn_writers(&rb, &stop, &clock);
     let rstop = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (rb, rstop) = (rb.clone(), rstop.clone());
-        thread::spawn(move || {
-            let mut seen = vec![Seen::default(); NR_CPUS];
-            let mut page = Box::new([0u8; PAGE_SIZE]);
-            while !rstop.load(Ordering::Relaxed) {
-                for (cpu, s) in seen.iter_mut().enumerate() {
-                    for _ in 0..50 {
-                        if !read_one(&rb, cpu, ReadMode::Consume, s, &mut page) {
-                            break;
-                        }
-                    }
-                }
-                thread::yield_now();
-            }
-            seen
-        })
-    };
+    let reader = spawn_reader(&rb, ReadMode::Consume, &rstop);
     let t0 = Instant::now();
     let mut resets = 0;
     while t0.elapsed() < Duration::from_millis(800) {
