@@ -412,6 +412,72 @@ fn records_filters_triggers_and_counts() {
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }
 
+/// Probes whose arguments are all whole registers (at most 4) have a
+/// handler made for their count, writing a record of a known length
+/// (trace_kprobe.rs `write_words`); a fifth argument or a narrower one
+/// takes the general copies. Each records its calls' values, entry and
+/// return probes alike, several probes sharing the function's entry.
+#[test]
+fn whole_register_arguments() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let defs = [
+        format!("p:w0 {STACK_FN}"),
+        format!("p:w4 {STACK_FN} a=%di b=$arg2 c=%si d=$arg1"),
+        format!("p:w5 {STACK_FN} a=%di b=$arg2 c=%si d=$arg1 e=$arg1"),
+        format!("p:n4 {STACK_FN} a=%di:u32 b=$arg2 c=%si d=$arg1"),
+        format!("r:r2 {STACK_FN} x=$retval y=%ax"),
+    ];
+    for def in &defs {
+        assert_eq!(echo(&mut k, def, "kprobe_events"), "", "{def}");
+    }
+    assert_eq!(echo(&mut k, "1", "events/kprobes/enable"), "");
+    let out = clean(&k.run("work stack 4"));
+    assert!(out.contains("5 calls"), "{out}");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/enable"), "");
+    let tail = |l: &str, name: &str| {
+        l[l.find(&format!(" {name}: (")).unwrap() + name.len() + 3..]
+            .split_once(") ")
+            .map_or(String::new(), |(_, args)| args.to_string())
+    };
+    let w0 = events(&mut k, "w0");
+    assert_eq!(w0.len(), 5, "{w0:?}");
+    assert!(w0.iter().all(|l| l.ends_with(')')), "{w0:?}");
+    // `work stack 4` calls (4, 0), (3, 1) ... (0, 4).
+    for (name, fifth) in [("w4", false), ("w5", true)] {
+        let lines = events(&mut k, name);
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        for (i, l) in lines.iter().enumerate() {
+            let left = 4 - i;
+            let e = if fifth {
+                format!(" e=0x{left:x}")
+            } else {
+                String::new()
+            };
+            let want = format!("a=0x{left:x} b=0x{i:x} c=0x{i:x} d=0x{left:x}{e}");
+            assert_eq!(tail(l, name), want, "{l}");
+        }
+    }
+    let lines = events(&mut k, "n4");
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    for (i, l) in lines.iter().enumerate() {
+        let want = format!("a={} b=0x{i:x} c=0x{i:x} d=0x{:x}", 4 - i, 4 - i);
+        assert_eq!(tail(l, "n4"), want, "{l}");
+    }
+    // The return probe: the deepest call returns first; %ax is $retval.
+    let rets: Vec<(u64, u64)> = events(&mut k, "r2")
+        .iter()
+        .map(|l| (arg_value(l, "x"), arg_value(l, "y")))
+        .collect();
+    let want: Vec<(u64, u64)> = (0..=4)
+        .rev()
+        .map(|l| (stack_sum(l, 4), stack_sum(l, 4)))
+        .collect();
+    assert_eq!(rets, want);
+    assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
+
 /// What `work_stack_recurse` returns at `level` of `work stack n`: the
 /// sum of its 480-byte array, `(i + level) as u8`, and of every deeper
 /// level's (kernel/src/shell/work.rs: `STACK_ARRAY`).

@@ -13,12 +13,15 @@
 //! as a declared event's do, through the same event-file code: enabling
 //! the event calls [`kprobe_event_reg`], which enables the probes' int3s.
 //!
-//! On a hit, [`kprobe_dispatcher`] (the probe's pre-handler, interrupts
-//! off) counts the hit for `kprobe_profile`, measures the strings its
-//! arguments copy, and writes the record (`__probe_ip`, then the
-//! arguments) through the same reserve/commit path as a declared event,
-//! or through the event's slow path when it has a filter, triggers or is
-//! soft-disabled. The fetch programs read memory with
+//! On a hit, the probe's pre-handler (interrupts off) counts the hit for
+//! `kprobe_profile`, measures the strings its arguments copy, and writes
+//! the record (`__probe_ip`, then the arguments) through the same
+//! reserve/commit path as a declared event, or through the event's slow
+//! path when it has a filter, triggers or is soft-disabled. Linux has one
+//! `kprobe_dispatcher`; here the pre-handler is chosen when the probe is
+//! defined: [`kprobe_dispatcher`]`::<N>` for a probe whose N arguments
+//! are whole registers (a record of a length the compiler knows), and
+//! [`kprobe_dispatcher_any`] for any other. The fetch programs read memory with
 //! [`copy_from_kernel_nofault`], which refuses anything that is not mapped
 //! kernel memory instead of faulting.
 //!
@@ -192,6 +195,11 @@ pub struct TraceKprobe {
     /// `$arg1:u32`, `$retval`...): each one compiled to a copy from
     /// `PtRegs` into the record, stored without running the fetch programs.
     regs_only: Option<Vec<fetch::RegCopy>>,
+    /// When those copies are whole registers, at most
+    /// [`fetch::REG_WORDS_MAX`]: the probe's handler is the dispatcher of
+    /// their count, which writes a record of a known length
+    /// ([`kprobe_dispatcher`]).
+    words: Option<fetch::RegWords>,
 }
 
 impl TraceKprobe {
@@ -342,73 +350,178 @@ impl FetchEnv for RegsEnv<'_> {
     }
 }
 
-/// The kprobe's pre-handler (Linux: `kprobe_dispatcher` and
-/// `__kprobe_trace_func`).
-fn kprobe_dispatcher(kp: &Kprobe, regs: &mut PtRegs) -> bool {
-    // SAFETY: `data` is the address of the TraceKprobe that owns `kp`
+/// The probe definition `data` points at and the files its event is
+/// enabled in, if any; counts the hit for `kprobe_profile` (Linux: the
+/// start of `kprobe_dispatcher`).
+///
+/// # Safety
+/// `data` is the `data` of a kprobe or kretprobe registered by
+/// [`create_trace_kprobe`], called from its handler (interrupts or
+/// preemption off); the references are not kept past the handler.
+#[inline(always)]
+unsafe fn probe_hit<'a>(data: usize) -> Option<(&'a TraceKprobe, &'a Targets)> {
+    // SAFETY: `data` is the address of the TraceKprobe that owns the probe
     // (Arc::new_cyclic in `create_trace_kprobe`); the probe is
     // unregistered, which waits for every CPU to leave its handlers,
     // before that TraceKprobe is dropped.
-    let tk = unsafe { &*(kp.data as *const TraceKprobe) };
+    let tk = unsafe { &*(data as *const TraceKprobe) };
     // SAFETY: a published set is freed only after a grace period, which
-    // this CPU (interrupts off) cannot pass.
-    let Some(t) = (unsafe { tk.targets.load(Ordering::Acquire).as_ref() }) else {
-        return false;
-    };
+    // this CPU (interrupts or preemption off) cannot pass.
+    let t = unsafe { tk.targets.load(Ordering::Acquire).as_ref() }?;
     tk.nhit.fetch_add(1, Ordering::Relaxed);
-    if t.rest.is_empty() {
-        // SAFETY: see Targets' Send impl.
-        kprobe_trace_func(tk, unsafe { &*t.first }, regs, kp.addr, None);
-    } else {
-        kprobe_trace_all(tk, t, regs, kp.addr, None);
+    Some((tk, t))
+}
+
+/// The one file of `t` whose record the usual path writes: the event is
+/// enabled in one trace array only, with no filter, trigger or soft
+/// disable there.
+#[inline(always)]
+fn usual_file(t: &Targets) -> Option<&TraceEventFile> {
+    // SAFETY: see Targets' Send impl.
+    let file = unsafe { &*t.first };
+    (t.rest.is_empty() && !file.needs_slow_path()).then_some(file)
+}
+
+/// The kprobe's pre-handler (Linux: `kprobe_dispatcher` and
+/// `__kprobe_trace_func`) for a probe whose `N` arguments are whole
+/// registers ([`fetch::RegWords`]), chosen when the probe is defined
+/// ([`KPROBE_DISPATCHERS`]). Each writes a record of a length it knows
+/// (the ring buffer's length arithmetic and every store's bounds check
+/// fold away), and an entry probe's has no return probe's header. An
+/// event enabled in several arrays, or with a filter, triggers or
+/// soft-disabled, takes [`kprobe_trace_all`].
+fn kprobe_dispatcher<const N: usize>(kp: &Kprobe, regs: &mut PtRegs) -> bool {
+    // SAFETY: the kprobe's data, from its pre-handler.
+    if let Some((tk, t)) = unsafe { probe_hit(kp.data) } {
+        match (usual_file(t), &tk.words) {
+            (Some(file), Some(w)) => write_words::<false, N>(file, regs, &w.idx, kp.addr, 0),
+            _ => kprobe_trace_all::<false>(tk, t, regs, kp.addr, 0),
+        }
+    }
+    false
+}
+
+/// The pre-handler of any other probe: arguments narrower than a word,
+/// or read by their fetch programs.
+fn kprobe_dispatcher_any(kp: &Kprobe, regs: &mut PtRegs) -> bool {
+    // SAFETY: the kprobe's data, from its pre-handler.
+    if let Some((tk, t)) = unsafe { probe_hit(kp.data) } {
+        kprobe_trace_all::<false>(tk, t, regs, kp.addr, 0);
     }
     false
 }
 
 /// The kretprobe's handler, when a watched call returns (Linux:
 /// `kretprobe_dispatcher` and `__kretprobe_trace_func`): `regs.rax` is the
-/// return value and `regs.rip` the return address.
-fn kretprobe_dispatcher(rp: &Kretprobe, regs: &mut PtRegs) {
-    // SAFETY: `data` is the address of the TraceKprobe that owns `rp`
-    // (Arc::new_cyclic in `create_trace_kprobe`); the kretprobe is
-    // unregistered, which waits for every CPU to leave its handler, before
-    // that TraceKprobe is dropped.
-    let tk = unsafe { &*(rp.data as *const TraceKprobe) };
-    // SAFETY: a published set is freed only after a grace period, which
-    // this CPU (preemption off) cannot pass.
-    let Some(t) = (unsafe { tk.targets.load(Ordering::Acquire).as_ref() }) else {
-        return;
-    };
-    tk.nhit.fetch_add(1, Ordering::Relaxed);
-    let ret_ip = Some(regs.rip);
-    if t.rest.is_empty() {
-        // SAFETY: see Targets' Send impl.
-        kprobe_trace_func(tk, unsafe { &*t.first }, regs, rp.addr, ret_ip);
-    } else {
-        kprobe_trace_all(tk, t, regs, rp.addr, ret_ip);
+/// return value and `regs.rip` the return address. As
+/// [`kprobe_dispatcher`], one per count of whole-register arguments.
+fn kretprobe_dispatcher<const N: usize>(rp: &Kretprobe, regs: &mut PtRegs) {
+    // SAFETY: the kretprobe's data, from its handler.
+    if let Some((tk, t)) = unsafe { probe_hit(rp.data) } {
+        match (usual_file(t), &tk.words) {
+            (Some(file), Some(w)) => write_words::<true, N>(file, regs, &w.idx, rp.addr, regs.rip),
+            _ => kprobe_trace_all::<true>(tk, t, regs, rp.addr, regs.rip),
+        }
     }
 }
 
+/// The handler of any other return probe.
+fn kretprobe_dispatcher_any(rp: &Kretprobe, regs: &mut PtRegs) {
+    // SAFETY: the kretprobe's data, from its handler.
+    if let Some((tk, t)) = unsafe { probe_hit(rp.data) } {
+        kprobe_trace_all::<true>(tk, t, regs, rp.addr, regs.rip);
+    }
+}
+
+/// The pre-handler of a probe with `n` whole-register arguments is
+/// `KPROBE_DISPATCHERS[n]` (`n <= fetch::REG_WORDS_MAX`).
+const KPROBE_DISPATCHERS: [kprobes::PreHandler; fetch::REG_WORDS_MAX + 1] = [
+    kprobe_dispatcher::<0>,
+    kprobe_dispatcher::<1>,
+    kprobe_dispatcher::<2>,
+    kprobe_dispatcher::<3>,
+    kprobe_dispatcher::<4>,
+];
+
+/// The same for return probes.
+const KRETPROBE_DISPATCHERS: [kprobes::KretprobeHandler; fetch::REG_WORDS_MAX + 1] = [
+    kretprobe_dispatcher::<0>,
+    kretprobe_dispatcher::<1>,
+    kretprobe_dispatcher::<2>,
+    kretprobe_dispatcher::<3>,
+    kretprobe_dispatcher::<4>,
+];
+
 /// The records of every file of `t` (the event enabled in several trace
-/// arrays), out of line.
+/// arrays, or its file needing the slow path, or a probe that is not
+/// [`write_words`]'), out of line.
 #[inline(never)]
-fn kprobe_trace_all(tk: &TraceKprobe, t: &Targets, regs: &PtRegs, ip: u64, ret_ip: Option<u64>) {
+fn kprobe_trace_all<const RET: bool>(
+    tk: &TraceKprobe,
+    t: &Targets,
+    regs: &PtRegs,
+    ip: u64,
+    ret_ip: u64,
+) {
     for &file in core::iter::once(&t.first).chain(t.rest.iter()) {
         // SAFETY: see Targets' Send impl.
-        kprobe_trace_func(tk, unsafe { &*file }, regs, ip, ret_ip);
+        kprobe_trace_func_any::<RET>(tk, unsafe { &*file }, regs, ip, ret_ip);
+    }
+}
+
+/// The record of a probe whose `N` arguments are whole registers
+/// ([`fetch::RegWords`]), through the fast path: `16 + 8 * N` bytes, or
+/// `24 + 8 * N` for a return probe.
+#[inline(always)]
+fn write_words<const RET: bool, const N: usize>(
+    file: &TraceEventFile,
+    regs: &PtRegs,
+    idx: &[u8; fetch::REG_WORDS_MAX],
+    ip: u64,
+    ret_ip: u64,
+) {
+    let args = if RET { 24 } else { 16 };
+    let words = regs_words(regs);
+    let id = file.call.id;
+    events::trace_event_buffer_write(file, args + 8 * N, |buf| {
+        put_word(buf, 0, trace_entry_word(id));
+        put_word(buf, 8, ip);
+        if RET {
+            put_word(buf, 16, ret_ip);
+        }
+        for (i, &r) in idx.iter().take(N).enumerate() {
+            // `r` is a saved word (checked when the probe was defined):
+            // the fallback is never taken.
+            put_word(
+                buf,
+                args + 8 * i,
+                words.get(usize::from(r)).copied().unwrap_or(0),
+            );
+        }
+    });
+}
+
+#[inline(always)]
+fn put_word(buf: &mut [u8], at: usize, w: u64) {
+    if let Some(d) = buf.get_mut(at..at + 8) {
+        d.copy_from_slice(&w.to_le_bytes());
     }
 }
 
 /// Writes one record of `tk`'s event: after the common header, `ip`
-/// (`__probe_ip`, or a return probe's `__probe_func`), `ret_ip` for a
-/// return probe (`__probe_ret_ip`), then the arguments.
-#[inline(always)]
-fn kprobe_trace_func(
+/// (`__probe_ip`, or a return probe's `__probe_func`), for a return probe
+/// (`RET`) `ret_ip` (`__probe_ret_ip`), then the arguments, copied
+/// ([`fetch::store_reg_copies`]) or fetched by their programs; through the
+/// event's slow path when it has a filter, triggers or is soft-disabled.
+/// Out of line: the usual record ([`write_words`]) does not pay for its
+/// stack and its generality.
+#[inline(never)]
+fn kprobe_trace_func_any<const RET: bool>(
     tk: &TraceKprobe,
     file: &TraceEventFile,
     regs: &PtRegs,
     ip: u64,
-    ret_ip: Option<u64>,
+    ret_ip: u64,
 ) {
     let env = RegsEnv { regs };
     let dsize = if tk.dynamic {
@@ -417,16 +530,19 @@ fn kprobe_trace_func(
         0
     };
     let len = (tk.tp.args_offset() + tk.tp.size) as usize + dsize;
-    let hdr = [trace_entry_word(file.call.id), ip, ret_ip.unwrap_or(0)];
-    // Inlined into each writer (a closure shared by both is called out of
-    // line, every value it captures a store and a load more per hit).
+    let id = file.call.id;
     #[inline(always)]
-    fn fill(tk: &TraceKprobe, env: &RegsEnv<'_>, hdr: &[u64; 3], dsize: usize, buf: &mut [u8]) {
-        let n = if tk.tp.is_return { 24 } else { 16 };
-        if let Some(h) = buf.get_mut(..n) {
-            for (d, w) in h.chunks_exact_mut(8).zip(hdr) {
-                d.copy_from_slice(&w.to_le_bytes());
-            }
+    fn fill<const RET: bool>(
+        tk: &TraceKprobe,
+        env: &RegsEnv<'_>,
+        hdr: [u64; 3],
+        dsize: usize,
+        buf: &mut [u8],
+    ) {
+        put_word(buf, 0, hdr[0]);
+        put_word(buf, 8, hdr[1]);
+        if RET {
+            put_word(buf, 16, hdr[2]);
         }
         match &tk.regs_only {
             Some(copies) => fetch::store_reg_copies(copies, regs_bytes(env.regs), buf),
@@ -434,11 +550,26 @@ fn kprobe_trace_func(
         }
     }
     if file.needs_slow_path()
-        && events::trace_event_slow(file, len, |buf| fill(tk, &env, &hdr, dsize, buf))
+        && events::trace_event_slow(file, len, |buf| {
+            let hdr = [trace_entry_word(id), ip, ret_ip];
+            fill::<RET>(tk, &env, hdr, dsize, buf)
+        })
     {
         return;
     }
-    events::trace_event_buffer_write(file, len, |buf| fill(tk, &env, &hdr, dsize, buf));
+    events::trace_event_buffer_write(file, len, |buf| {
+        let hdr = [trace_entry_word(id), ip, ret_ip];
+        fill::<RET>(tk, &env, hdr, dsize, buf)
+    });
+}
+
+/// The saved registers as words, indexed as [`fetch::RegWords`] counts
+/// them.
+#[inline(always)]
+fn regs_words(regs: &PtRegs) -> &[u64; core::mem::size_of::<PtRegs>() / 8] {
+    // SAFETY: PtRegs is repr(C) with only u64 fields, so it has the size,
+    // alignment and layout of this array; the borrow is `regs`'s.
+    unsafe { &*(regs as *const PtRegs).cast() }
 }
 
 /// The saved registers as bytes, for [`fetch::store_reg_copies`].
@@ -673,6 +804,11 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
         return Err(reg_err(e));
     }
     let addr = probe.addr();
+    let regs_only = regs_only(&probe);
+    // (reg_words takes at most REG_WORDS_MAX: an index of the tables.)
+    let words = regs_only
+        .as_deref()
+        .and_then(|c| fetch::reg_words(c, probe.args_offset()));
     let tk = Arc::new_cyclic(|me: &alloc::sync::Weak<TraceKprobe>| TraceKprobe {
         tp: probe.clone(),
         event: Once::new(),
@@ -682,17 +818,24 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
                 0 => default_maxactive(),
                 n => n,
             };
+            let handler = words
+                .map_or(kretprobe_dispatcher_any as kprobes::KretprobeHandler, |w| {
+                    KRETPROBE_DISPATCHERS[usize::from(w.n)]
+                });
             ProbeHandle::Kretprobe(Arc::new(Kretprobe::new(
                 addr,
-                Some(kretprobe_dispatcher),
+                Some(handler),
                 None,
                 maxactive,
                 me.as_ptr() as usize,
             )))
         } else {
+            let handler = words.map_or(kprobe_dispatcher_any as kprobes::PreHandler, |w| {
+                KPROBE_DISPATCHERS[usize::from(w.n)]
+            });
             ProbeHandle::Kprobe(Arc::new(Kprobe::new(
                 addr,
-                Some(kprobe_dispatcher),
+                Some(handler),
                 None,
                 me.as_ptr() as usize,
             )))
@@ -700,7 +843,8 @@ fn create_trace_kprobe(raw: &str) -> Result<(), Errno> {
         nhit: AtomicU64::new(0),
         targets: AtomicPtr::new(core::ptr::null_mut()),
         dynamic: probe.args.iter().any(|a| a.dynamic),
-        regs_only: regs_only(&probe),
+        regs_only,
+        words,
     });
     tk.register().map_err(reg_err)?;
     // Registered disabled unless its event is on somewhere (Linux: the

@@ -407,6 +407,43 @@ pub fn store_reg_copies(copies: &[RegCopy], regs: &[u8], rec: &mut [u8]) {
     }
 }
 
+/// Most arguments a probe may have for [`reg_words`].
+pub const REG_WORDS_MAX: usize = 4;
+
+/// The registers of a probe whose every argument is a whole saved
+/// register (8 bytes: `%di`, `$arg1`, `$retval`, the default `x64`/`u64`
+/// or `s64` types), stored one after the other from the record's
+/// `args_offset`, and at most [`REG_WORDS_MAX`] of them: `n` arguments,
+/// the `i`th being the saved word `idx[i]` (its byte offset / 8). The
+/// record's length is then fixed by `n`, so the kernel writes it with a
+/// writer made for that length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegWords {
+    pub n: u8,
+    pub idx: [u8; REG_WORDS_MAX],
+}
+
+/// [`RegWords`] of compiled copies, or None if a copy is narrower than a
+/// word, not word-aligned in the saved registers, not in order, or if
+/// there are more than [`REG_WORDS_MAX`].
+pub fn reg_words(copies: &[RegCopy], args_offset: u32) -> Option<RegWords> {
+    if copies.len() > REG_WORDS_MAX {
+        return None;
+    }
+    let mut w = RegWords {
+        n: copies.len() as u8,
+        idx: [0; REG_WORDS_MAX],
+    };
+    for (i, c) in copies.iter().enumerate() {
+        let dst = args_offset as usize + 8 * i;
+        if c.size != 8 || c.src % 8 != 0 || usize::from(c.dst) != dst {
+            return None;
+        }
+        w.idx[i] = u8::try_from(c.src / 8).ok()?;
+    }
+    Some(w)
+}
+
 #[cfg(test)]
 mod reg_copy_tests {
     use super::*;
@@ -479,6 +516,36 @@ mod reg_copy_tests {
             store_reg_copies(&copies, &bytes, &mut got);
             assert_eq!(got, want, "{cmd}");
         }
+    }
+
+    /// Whole registers in order become words; anything narrower, or more
+    /// than REG_WORDS_MAX, does not.
+    #[test]
+    fn whole_registers_are_words() {
+        let words = |cmd: &str| {
+            let tp = probe(cmd);
+            let copies = compile_reg_copies(&tp, 160, offset).unwrap();
+            reg_words(&copies, tp.args_offset())
+        };
+        let w = |n: u8, idx: [u8; REG_WORDS_MAX]| Some(RegWords { n, idx });
+        assert_eq!(words("p f"), w(0, [0; 4]));
+        assert_eq!(words("p f %di"), w(1, [14, 0, 0, 0]));
+        // (%ip is word 15 here: this block does not save orig_ax.)
+        assert_eq!(words("p f $arg2 %r15 $arg1:s64 %ip"), w(4, [13, 0, 14, 15]));
+        assert_eq!(words("r f $retval"), w(1, [10, 0, 0, 0]));
+        assert_eq!(words("r f %dx:x64 $retval"), w(2, [12, 10, 0, 0]));
+        assert_eq!(words("p f %di:u32"), None);
+        assert_eq!(words("p f %di %si:u8"), None);
+        assert_eq!(words("p f %di %si %dx %cx %r8"), None);
+        // Copies out of the record's order are not words.
+        let tp = probe("p f %di %si");
+        let mut copies = compile_reg_copies(&tp, 160, offset).unwrap();
+        copies.swap(0, 1);
+        assert_eq!(reg_words(&copies, tp.args_offset()), None);
+        // Nor a source inside a word.
+        copies.swap(0, 1);
+        copies[1].src += 4;
+        assert_eq!(reg_words(&copies, tp.args_offset()), None);
     }
 
     /// Anything but a plain register keeps its program.
