@@ -716,17 +716,18 @@ pub fn stats() -> (u64, u64, usize, usize) {
 // ---------------------------------------------------------------------------
 // Kretprobes (Linux: kernel/kprobes.c's kretprobe part, with rethook).
 //
-// A kretprobe is a kprobe on the function's first instruction whose
-// pre-handler hijacks the return address, through the shadow stack that
-// function_graph uses (trace::fgraph's rethook): the frame holds the
-// kretprobe's cookie, and when the function returns through
-// `rethook_trampoline` (which saves every register), [`kretprobe_return`]
-// runs the handler with the return value in `regs.rax` and the return
-// address in `regs.rip`. In the fentry
-// build the first instruction is the function-tracing call site: the
-// kprobe is reached through ftrace there (`ftrace_regs_caller`), not an
-// int3; in the mcount build the site comes after the prologue, and the
-// first instruction gets an int3.
+// A kretprobe is a kprobe at the function's entry whose pre-handler
+// hijacks the return address, through the shadow stack that function_graph
+// uses (trace::fgraph's rethook): the frame holds the kretprobe's cookie,
+// and when the function returns through `rethook_trampoline` (which saves
+// every register), [`kretprobe_return`] runs the handler with the return
+// value in `regs.rax` and the return address in `regs.rip`. The kprobe is
+// on the function's function-tracing call site when it has one, reached
+// through ftrace (`ftrace_regs_caller`), not an int3: in the fentry build
+// that is the first instruction; in the mcount build the site comes after
+// the prologue and the return address is found above the frame pointer,
+// as function_graph finds it there. A function without a site (notrace)
+// gets an int3 on its first instruction.
 
 /// Runs when the probed function returns, with the registers as the
 /// function left them (as Linux's rethook trampoline saves them):
@@ -802,12 +803,42 @@ static KRETPROBE_LIST: Mutex<Vec<Arc<Kretprobe>>> = Mutex::new(Vec::new());
 /// kretprobe never runs another's handler.
 static KRETPROBE_GEN: AtomicU64 = AtomicU64::new(0);
 
-/// Where a kretprobe's kprobe goes for the function at `addr`: its first
-/// instruction. In the fentry build that is the function-tracing site, so
-/// the probe goes through ftrace (Linux's kprobes on ftrace), where the
-/// return address is on top of the stack at the site as at an int3 there.
+/// Where a kretprobe's kprobe goes for the function at `addr`: its
+/// function-tracing call site when it has one, reached through ftrace
+/// (Linux's kprobes on ftrace; `ftrace_regs_caller`, no int3), otherwise
+/// its first instruction (an int3). In the fentry build the site is the
+/// first instruction, with the return address on top of the stack as at
+/// an int3 there; in the mcount build it comes after the prologue's
+/// `push rbp; mov rbp, rsp`, and the return address is just above the
+/// function's frame pointer, where function_graph finds it on the same
+/// site (see [`kretprobe_ret_slot`]).
 fn kretprobe_hook_addr(addr: u64) -> u64 {
-    addr
+    let Some(size) = crate::kallsyms::table()
+        .and_then(|t| t.lookup(addr))
+        .filter(|s| s.offset == 0)
+        .map(|s| u64::from(s.size))
+    else {
+        return addr;
+    };
+    let recs = crate::trace::ftrace::records();
+    let i = recs.partition_point(|r| r.ip < addr);
+    match recs.get(i) {
+        Some(r) if r.ip < addr + size => r.ip,
+        _ => addr,
+    }
+}
+
+/// The stack slot holding the return address of the function `rp` probes,
+/// at its kprobe `kp`: the top of the stack at the function's first
+/// instruction, the word above the frame pointer at its mcount call site
+/// (the traced function's `rbp`, as `ftrace_regs_caller` saved it).
+#[inline(always)]
+fn kretprobe_ret_slot(kp: &Kprobe, rp: &Kretprobe, regs: &PtRegs) -> u64 {
+    if kp.addr == rp.addr {
+        regs.rsp
+    } else {
+        regs.rbp + 8
+    }
 }
 
 /// The kretprobe whose kprobe this is (its `data` is the table index).
@@ -834,21 +865,41 @@ fn pre_handler_kretprobe(kp: &Kprobe, regs: &mut PtRegs) -> bool {
         rp.nmissed.fetch_add(1, Ordering::Relaxed);
         return false;
     }
+    let slot = kretprobe_ret_slot(kp, rp, regs);
     if let Some(eh) = rp.entry_handler {
-        if eh(rp, regs) {
+        if kretprobe_entry_handler(rp, eh, regs, slot) {
             rp.nactive.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
     }
-    // At the hook the return address is on top of the stack.
     let cookie = rp.cookie.load(Ordering::Relaxed);
-    // SAFETY: the hook runs at the function's first instruction, where
-    // `regs.rsp` points at its return address on this task's stack.
-    if !unsafe { crate::trace::fgraph::rethook_hijack(cookie, regs.rsp as *mut u64) } {
+    // SAFETY: `slot` holds the return address of the function this
+    // kprobe's site belongs to, on this task's stack (kretprobe_ret_slot).
+    if !unsafe { crate::trace::fgraph::rethook_hijack(cookie, slot as *mut u64) } {
         rp.nactive.fetch_sub(1, Ordering::Relaxed);
         rp.nmissed.fetch_add(1, Ordering::Relaxed);
     }
     false
+}
+
+/// Runs `rp`'s entry handler `eh` (true: do not watch this call). It sees
+/// the stack and instruction pointers as at the function's entry even on
+/// the mcount call site (`slot`: the return address's; the other
+/// registers are as the prologue left them there); both are put back for
+/// the site's other probes. Out of line: the usual kretprobe has none.
+#[inline(never)]
+fn kretprobe_entry_handler(
+    rp: &Kretprobe,
+    eh: KretprobeEntryHandler,
+    regs: &mut PtRegs,
+    slot: u64,
+) -> bool {
+    let (rsp, rip) = (regs.rsp, regs.rip);
+    regs.rsp = slot;
+    regs.rip = rp.addr + 1;
+    let skip = eh(rp, regs);
+    (regs.rsp, regs.rip) = (rsp, rip);
+    skip
 }
 
 /// A kretprobe's frame returned (the rethook handler, from

@@ -772,15 +772,20 @@ fn kretprobe_case(out: &mut String, name: &str, args: &[u64], call: &dyn Fn(u64)
         let _ = writeln!(out, "kprobe_test kretprobe: {name}: {}", e.name());
         return false;
     }
-    // The entry: through ftrace where a function-tracing site is the
-    // first instruction (fentry), the site calling ftrace_regs_caller and
-    // no int3 written; otherwise an int3.
-    let on_ftrace = crate::trace::ftrace::record_index(addr).is_some();
-    let entry_ok = if on_ftrace {
-        calls_regs_caller(addr)
-    } else {
-        text_of(addr, 1) == [0xcc]
-    };
+    // The entry: through ftrace where the function has a function-tracing
+    // site (its first instruction in the fentry build, after the prologue
+    // in the mcount build), the site calling ftrace_regs_caller and no
+    // int3 written; otherwise an int3 on the first instruction.
+    let site = crate::trace::ftrace::records()
+        .iter()
+        .map(|r| r.ip)
+        .find(|&ip| ip >= addr && ip < addr + u64::from(size));
+    let on_ftrace = site.is_some();
+    let entry_ok = rp.kprobe().map(|kp| kp.addr) == Some(site.unwrap_or(addr))
+        && match site {
+            Some(ip) => calls_regs_caller(ip) && text_of(addr, 1) != [0xcc],
+            None => text_of(addr, 1) == [0xcc],
+        };
     let want: Vec<u64> = args.iter().map(|&a| call(a)).collect();
     kprobes::unregister_kretprobe(&rp);
     // Not watched any more.

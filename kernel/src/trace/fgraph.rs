@@ -383,7 +383,9 @@ pub fn set_rethook_handler(handler: fn(u64, &mut PtRegs)) {
 ///
 /// # Safety
 /// `slot` must hold the return address of a function stopped at its first
-/// instruction, on the running task's stack.
+/// instruction or its function-tracing call site, on the running task's
+/// stack.
+#[inline]
 pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
     if ftrace_graph_is_dead() || !valid_return_slot(slot as u64) || cookie >= RETHOOK_COOKIE_LIMIT {
         return false;
@@ -392,7 +394,7 @@ pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
         return false;
     };
     // SAFETY: the caller's contract: the slot holds the return address of a
-    // function at its first instruction, on the running task's stack.
+    // function at its entry, on the running task's stack.
     let ret = unsafe { slot.read() };
     if task
         .ret_stack
