@@ -684,6 +684,9 @@ print fmt: \"(%lx <- %lx) arg1=0x%Lx\", REC->__probe_func, REC->__probe_ret_ip, 
         })
         .count();
     assert_eq!(calls, 3, "{trace}");
+    // Indented as without the return probe (whose frames share the
+    // shadow stack): the recursion's depths 0, 1, 2.
+    assert_eq!(graph_indents(&trace, STACK_FN), [0, 1, 2], "{trace}");
     let rets: Vec<u64> = trace
         .lines()
         .filter(|l| l.contains("/* myret: ("))
@@ -762,6 +765,19 @@ fn group_files_and_set_event() {
     assert!(echo(&mut k, "kprobes:a", "set_event").contains("Invalid argument"));
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
+
+/// The depths function_graph's `trace` shows for the calls of `func`:
+/// the indentation after `|` (two spaces, then two per level) halved.
+fn graph_indents(trace: &str, func: &str) -> Vec<usize> {
+    trace
+        .lines()
+        .filter(|l| l.ends_with(&format!("{func}() {{")) || l.ends_with(&format!("{func}();")))
+        .map(|l| {
+            let after = &l[l.find('|').expect(l) + 1..];
+            (after.len() - after.trim_start().len() - 2) / 2
+        })
+        .collect()
 }
 
 /// `instances/INST/trace`'s lines of event `name`.

@@ -294,6 +294,15 @@ fn kprobes(mode: &str) {
         .filter(|l| l.trim_end().ends_with(&format!("{rust}();")))
         .count();
     assert_eq!(calls, 9, "{mode}: function_graph's lines:\n{trace}");
+    // Each at depth 0, as without the kretprobe (whose frames share the
+    // shadow stack but are not graph calls).
+    assert!(
+        trace
+            .lines()
+            .filter(|l| l.trim_end().ends_with(&format!("{rust}();")))
+            .all(|l| l.contains(&format!("|  {rust}();"))),
+        "{mode}: function_graph's lines:\n{trace}"
+    );
     assert_eq!(k.run("echo nop > /tracing/current_tracer"), "");
     assert_eq!(k.run("echo 1 > /tracing/tracing_on"), "");
     assert_eq!(k.run("echo > /tracing/set_ftrace_filter"), "");

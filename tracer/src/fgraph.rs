@@ -27,6 +27,14 @@
 //!   moves the calltime of every frame in use forward by the time it was
 //!   away ([`ShadowStack::sched_in`]; Linux: ftrace_graph_probe_sched_switch).
 //!
+//! - Kretprobes hijack returns through the same stack (the kernel's
+//!   rethook: [`ShadowStack::push_rethook`], [`ShadowStack::release_rethook`]),
+//!   but their frames are not calls the graph tracer sees: the depth it
+//!   prints and `max_graph_depth` tests is a frame's index less the
+//!   rethook frames below it ([`ShadowStack::fgraph_depth`]), so a
+//!   kretprobe on a function does not change the graph's indentation (as
+//!   on Linux, where rethook has its own stack).
+//!
 //! Only the task that owns a stack (and interrupts nesting on its CPU) use
 //! it, and the scheduler while the task is not running; the kernel embeds
 //! one in each task.
@@ -79,6 +87,9 @@ pub struct ShadowStack {
     curr: AtomicUsize,
     /// Calls not hijacked because the stack was full (Linux: trace_overrun).
     overrun: AtomicU32,
+    /// Rethook (kretprobe) frames in use: all below any graph frame pushed
+    /// after them.
+    nr_rethook: AtomicUsize,
     /// [`task_bits`].
     pub bits: AtomicU32,
     /// Depth of the set_graph_function function that set GRAPH
@@ -119,6 +130,7 @@ impl ShadowStack {
             ),
             curr: AtomicUsize::new(0),
             overrun: AtomicU32::new(0),
+            nr_rethook: AtomicUsize::new(0),
             bits: AtomicU32::new(0),
             graph_depth: AtomicI32::new(-1),
             ftrace_timestamp: AtomicU64::new(0),
@@ -179,6 +191,43 @@ impl ShadowStack {
     #[inline(always)]
     pub fn depth(&self) -> usize {
         self.curr.load(Ordering::Relaxed)
+    }
+
+    /// The graph depth of frame `idx`, pushed by [`ShadowStack::push`]:
+    /// its index less the rethook frames below it. At the frame's push and
+    /// at its return (when it is the top frame) those are all the rethook
+    /// frames in use.
+    #[inline(always)]
+    pub fn fgraph_depth(&self, idx: usize) -> usize {
+        // Never below 0: a rethook frame is counted only once reserved, and
+        // uncounted before it is released; so below SHADOW_STACK_DEPTH, as
+        // `idx` is, and the modulo (a mask) changes nothing but tells the
+        // compiler so (the graph tracer's `depth >= 0` test then goes).
+        idx.wrapping_sub(self.nr_rethook.load(Ordering::Relaxed)) % SHADOW_STACK_DEPTH
+    }
+
+    /// Pushes a rethook (kretprobe) frame: [`ShadowStack::push`] with no
+    /// clock, counted apart so that the graph depths above leave it out.
+    /// Its index, or None (an overrun) if the stack is full.
+    #[inline(always)]
+    pub fn push_rethook(&self, ret: u64, cookie: u64, retp: u64) -> Option<usize> {
+        let (idx, _) = self.push(ret, cookie, retp, || 0)?;
+        // Counted once reserved: an interrupt in between sees the frame
+        // but not the count (a graph depth one too high), never the count
+        // without the frame (an underflow).
+        let n = self.nr_rethook.load(Ordering::Relaxed);
+        self.nr_rethook.store(n + 1, Ordering::Relaxed);
+        Some(idx)
+    }
+
+    /// Releases rethook frame `idx` (from [`ShadowStack::top`]).
+    #[inline(always)]
+    pub fn release_rethook(&self, idx: usize) {
+        let n = self.nr_rethook.load(Ordering::Relaxed);
+        self.nr_rethook
+            .store(n.saturating_sub(1), Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        self.release(idx);
     }
 
     /// Calls refused because the stack was full.
@@ -276,6 +325,7 @@ impl ShadowStack {
         self.curr.store(idx, Ordering::Relaxed);
         if idx == 0 {
             self.bits.store(0, Ordering::Relaxed);
+            self.nr_rethook.store(0, Ordering::Relaxed);
         }
     }
 
@@ -458,6 +508,44 @@ mod tests {
         // A slot no frame hijacked stays the handler.
         let mut idx = 0;
         assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x2000, &[HANDLER]), HANDLER);
+    }
+
+    #[test]
+    fn rethook_frames_do_not_count_in_the_graph_depth() {
+        let rs = ShadowStack::new();
+        // A graph frame, a kretprobe's frame on the next call, then that
+        // call's graph frame and a callee's: depths 0, 1, 2.
+        assert_eq!(push(&rs, 0x10, 0x1000, 1), Some((0, 1)));
+        assert_eq!(rs.fgraph_depth(0), 0);
+        assert_eq!(rs.push_rethook(0x20, 5, 0x0f00), Some(1));
+        assert_eq!(push(&rs, 0x7000, 0x0f00, 2), Some((2, 2)));
+        assert_eq!(rs.fgraph_depth(2), 1);
+        assert_eq!(push(&rs, 0x30, 0x0e00, 3), Some((3, 3)));
+        assert_eq!(rs.fgraph_depth(3), 2);
+        // The returns: the same depths as at the pushes.
+        let (i, _) = rs.top(0x0e00).unwrap();
+        assert_eq!(rs.fgraph_depth(i), 2);
+        rs.release(i);
+        let (i, _) = rs.top(0x0f00).unwrap();
+        assert_eq!((i, rs.fgraph_depth(i)), (2, 1));
+        rs.release(i);
+        let (i, f) = rs.top(0x0f00).unwrap();
+        assert_eq!((i, f.ret, f.func), (1, 0x20, 5));
+        rs.release_rethook(i);
+        // Gone: a new call at index 1 has depth 1 again.
+        assert_eq!(push(&rs, 0x40, 0x0f00, 4), Some((1, 4)));
+        assert_eq!(rs.fgraph_depth(1), 1);
+        rs.release(1);
+        rs.release(0);
+        // A kretprobe frame at the bottom: the graph frame above is depth 0;
+        // an emptied stack forgets the count.
+        assert_eq!(rs.push_rethook(0x20, 5, 0x1000), Some(0));
+        assert_eq!(push(&rs, 0x7000, 0x1000, 5), Some((1, 5)));
+        assert_eq!(rs.fgraph_depth(1), 0);
+        rs.release(1);
+        rs.release(0);
+        assert_eq!(push(&rs, 0x50, 0x1000, 6), Some((0, 6)));
+        assert_eq!(rs.fgraph_depth(0), 0);
     }
 
     #[test]

@@ -341,7 +341,7 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
     };
     let trace = FtraceGraphEnt {
         func,
-        depth: idx as i32,
+        depth: rs.fgraph_depth(idx) as i32,
         calltime,
     };
     if (ops.entryfunc)(&trace, rs) {
@@ -355,7 +355,8 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
 // ---------------------------------------------------------------------------
 // Rethook: returns hijacked for kretprobes (Linux: kernel/trace/rethook.c),
 // on the same shadow stack. Their frames hold, instead of a function's
-// address, a cookie below the kernel half of the address space, and their
+// address, a cookie below the kernel half of the address space (and are
+// left out of the graph depth: `ShadowStack::fgraph_depth`), and their
 // slot holds `rethook_trampoline` (arch), not `return_to_handler`: the
 // function returns there, which saves every register and calls
 // [`rethook_trampoline_handler`]. A slot hijacked by both function_graph
@@ -398,7 +399,7 @@ pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
     let ret = unsafe { slot.read() };
     if task
         .ret_stack
-        .push(ret, cookie, slot as u64, || 0)
+        .push_rethook(ret, cookie, slot as u64)
         .is_none()
     {
         return false;
@@ -423,13 +424,20 @@ pub extern "C" fn rethook_trampoline_handler(regs: &mut PtRegs) -> u64 {
     regs.rip = frame.ret;
     regs.rsp = retp + 8;
     regs.cs = u64::from(crate::arch::gdt::KERNEL_CS.0);
+    let rs = &task.as_ref().expect("checked above").ret_stack;
+    if frame.func >= RETHOOK_COOKIE_LIMIT {
+        // Not a rethook frame (cannot happen: only rethook_hijack writes
+        // this trampoline into a slot).
+        rs.release(idx);
+        return frame.ret;
+    }
     let h = RETHOOK_HANDLER.load(Ordering::Acquire);
-    if h != 0 && frame.func < RETHOOK_COOKIE_LIMIT {
+    if h != 0 {
         // SAFETY: only set_rethook_handler stores here, a fn of this type.
         let h: fn(u64, &mut PtRegs) = unsafe { core::mem::transmute(h) };
         h(frame.func, regs);
     }
-    task.as_ref().expect("checked above").ret_stack.release(idx);
+    rs.release_rethook(idx);
     frame.ret
 }
 
@@ -534,7 +542,7 @@ fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     if let Some(ops) = ops {
         let trace = FtraceGraphRet {
             func: frame.func,
-            depth: idx as i32,
+            depth: rs.fgraph_depth(idx) as i32,
             overrun: rs.overrun(),
             calltime: frame.calltime,
             rettime,
