@@ -408,6 +408,30 @@ fn records_filters_triggers_and_counts() {
     assert!(
         cat(&mut k, "kprobe_profile").contains(&format!("  {:<44} {:>15} {:>15}\n", "fw", 80, 0))
     );
+    // set_event_pid filters probe events as it filters the others: one
+    // defined before the list is set (myprobe) and one defined while it is
+    // (pidp). The shell is pid 1.
+    assert_eq!(echo(&mut k, "1000", "set_event_pid"), "");
+    assert_eq!(
+        echo(&mut k, &format!("p:pidp {STACK_FN}"), "kprobe_events"),
+        ""
+    );
+    for e in ["myprobe", "pidp"] {
+        assert_eq!(echo(&mut k, "1", &format!("events/kprobes/{e}/enable")), "");
+    }
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    clean(&k.run("work stack 1"));
+    assert_eq!(events(&mut k, "myprobe").len(), 0);
+    assert_eq!(events(&mut k, "pidp").len(), 0);
+    assert_eq!(k.run(&format!("echo 1 > {T}/set_event_pid")), "");
+    clean(&k.run("work stack 1"));
+    assert_eq!(events(&mut k, "myprobe").len(), 2);
+    assert_eq!(events(&mut k, "pidp").len(), 2);
+    // No list: every task again.
+    assert_eq!(k.run(&format!("echo > {T}/set_event_pid")), "");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    clean(&k.run("work stack 1"));
+    assert_eq!(events(&mut k, "pidp").len(), 2);
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }

@@ -89,6 +89,12 @@ impl TrEventPid {
         }
     }
 
+    /// Whether a pid list is set: an event made now starts with its
+    /// PID_FILTER flag (Linux: trace_create_new_event).
+    pub fn filtering(&self) -> bool {
+        crate::irqflags::without_interrupts(|| self.lists.lock().filtering())
+    }
+
     /// This CPU's flag.
     #[inline(always)]
     fn ignore_pid(&self) -> &AtomicBool {
@@ -229,10 +235,11 @@ pub fn pid_list(tr: &TraceArray, which: Which) -> PidFilter {
     })
 }
 
-/// Sets or clears the PID_FILTER flag of every event of `tr` (Linux sets
-/// it on every write to a pid file and clears it when no list is left).
+/// Sets or clears the PID_FILTER flag of every event of `tr`, the probe
+/// events' included (Linux sets it on every write to a pid file and
+/// clears it when no list is left).
 fn pid_filter_flags(tr: &TraceArray, on: bool) {
-    for f in tr.events.files() {
+    for f in tr.events.all_files() {
         if on {
             f.set_flags(flags::PID_FILTER);
         } else {

@@ -609,6 +609,11 @@ impl TrEvents {
             .iter()
             .any(|b| core::ptr::eq(&**b, file)));
         self.dynamic.lock().push(file);
+        // After it is on the list: a pid file written meanwhile either
+        // finds it there or has its list published before this test.
+        if self.pid.filtering() {
+            file.set_flags(flags::PID_FILTER);
+        }
     }
 
     /// Takes the file of an event made at run time off the lists (it stays
