@@ -294,14 +294,22 @@ fn trace_graph_return(trace: &FtraceGraphRet, rs: &ShadowStack) {
     }
     let Some(tr) = global_trace() else { return };
     // Recorded at the return time already read; the encoder writes every
-    // byte, so the payload needs no clearing first.
+    // byte, so the payload needs no clearing first. `overrun` is read from
+    // the task inside the fill, after the reservation (the task is still
+    // in a register there), rather than taken from `trace`: the value read
+    // before the reservation was spilled across it and reloaded (the
+    // core's own read for `trace` stays: 1 a pair less). Only an interrupt in between whose traced calls overflow
+    // this task's shadow stack could make the two differ, and the count
+    // it then shows is the one a return just after it would record: the
+    // same window as Linux's read in ftrace_pop_return_trace, a few
+    // instructions later.
     trace_buffer_write_at(tr, trace.rettime, GraphRetEntry::SIZE, |buf| {
         GraphRetEntry::encode_raw(
             buf,
             trace_entry_word(TRACE_GRAPH_RET),
             trace.func,
             trace.depth,
-            trace.overrun,
+            rs.overrun(),
             trace.calltime,
             trace.rettime,
         )
