@@ -69,6 +69,7 @@ pub extern "C" fn kernel_main(start_info_pa: u32) -> ! {
     }
 
     arch::paging::init(&memmap[..entries]);
+    arch::text_poke::poking_init();
     let (heap_pa, heap_size) = arch::paging::take_largest_block(16 << 20);
     mm::heap::init(arch::paging::phys_to_virt(heap_pa), heap_size);
     CMDLINE.call_once(|| read_cstr(info.cmdline_paddr));

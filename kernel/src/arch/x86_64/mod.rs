@@ -41,11 +41,15 @@ pub fn stext() -> u64 {
     (&raw const __text_start) as u64
 }
 
+/// The end of the kernel's text (Linux: `_etext`).
+pub fn etext() -> u64 {
+    // Taking the address of an extern static reads nothing.
+    (&raw const __text_end) as u64
+}
+
 /// True if `addr` is in the kernel's text (Linux: core_kernel_text).
 pub fn core_kernel_text(addr: u64) -> bool {
-    // Taking the addresses of extern statics reads nothing.
-    let end = (&raw const __text_end) as u64;
-    addr >= stext() && addr < end
+    addr >= stext() && addr < etext()
 }
 
 /// True if interrupts are enabled on this CPU.

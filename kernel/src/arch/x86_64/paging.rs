@@ -172,6 +172,19 @@ pub fn map_4k(va: u64, pa: u64, flags: u64) {
     flush(va);
 }
 
+/// Makes the page table at physical address `pte_table_pa` (512 PTEs) map
+/// the 2 MiB at `va`, which nothing may map yet (Linux:
+/// pmd_populate_kernel). For text_poke's window, whose tables are static.
+pub fn pmd_populate_kernel(va: u64, pte_table_pa: u64) {
+    let pml4 = KERNEL_PML4.load(Ordering::Relaxed);
+    let pde = walk(pml4, va, 2, true).expect("out of page-table frames");
+    // SAFETY: `pde` points at the entry for `va`.
+    let old = unsafe { pde.read_volatile() };
+    assert_eq!(old, 0, "pmd_populate_kernel: {va:#x} is mapped");
+    // SAFETY: as above.
+    unsafe { pde.write_volatile(pte_table_pa | PRESENT | WRITABLE) };
+}
+
 /// Removes a 4 KiB mapping and flushes it from this CPU's TLB.
 pub fn unmap_4k(va: u64) {
     let pml4 = KERNEL_PML4.load(Ordering::Relaxed);

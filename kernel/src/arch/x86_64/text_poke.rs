@@ -2,9 +2,25 @@
 //! (Linux: arch/x86/kernel/alternative.c, text_poke and text_poke_bp).
 //!
 //! Kernel text is mapped read-only, and stays so. [`TextPoke`] writes through
-//! a temporary writable alias: it maps the text's physical page at a spare
-//! address (`POKE_VA`) for as long as it needs it, then unmaps it. Nobody
+//! a temporary writable, non-executable alias (Linux: the poking mm at
+//! `poking_addr`): a window at `POKE_VA` with one slot per text page, whose
+//! page tables [`poking_init`] makes at boot. A slot is mapped the first time
+//! a `TextPoke` writes to its page and stays mapped while that `TextPoke`
+//! lives (one batch); dropping it clears every slot it mapped and flushes
+//! them from the TLB, so no writable alias outlives the text lock. Nobody
 //! ever switches write protection off.
+//!
+//! Linux maps one or two pages at `poking_addr` for each write and unmaps
+//! them after it. This kernel first kept one page mapped and remapped it
+//! (a page-table walk and a TLB flush for it and the next page) whenever a
+//! write fell on another page: the int3 batch passes over all its sites
+//! four times, so that was four remaps per text page per batch, about a
+//! quarter of the cost of patching a site, and that share moved with how
+//! many sites shared a page and with whether the compiler inlined the
+//! walk into `map_4k` (which changed with unrelated code elsewhere in the
+//! crate): the bench's patching rows moved by 10% between builds of the
+//! same code. A slot per page makes a page's mapping one store, once per
+//! batch.
 //!
 //! Changing a 5-byte instruction that other CPUs may execute at the same time
 //! cannot be done with one store. [`text_poke_bp_batch`] uses Linux's int3
@@ -19,16 +35,61 @@
 //! executed a serialising instruction, so none still runs stale bytes.
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{compiler_fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use spin::{Mutex, MutexGuard};
 
 use super::entry::PtRegs;
-use super::paging::{self, NO_EXECUTE, PAGE_SIZE, WRITABLE};
+use super::paging::{self, NO_EXECUTE, PAGE_SIZE, PRESENT, WRITABLE};
 
-/// Where text pages are mapped writable while being patched (two pages, so
-/// an instruction that crosses a page boundary can be written in one go).
+/// Where text pages are mapped writable while being patched: slot `i` of
+/// the window, at `POKE_VA + i * PAGE_SIZE`, maps the text page at
+/// `POKE_BASE + i * PAGE_SIZE` (Linux: poking_addr).
 const POKE_VA: u64 = 0xffff_fe00_0000_0000;
+/// What one page table maps (512 slots).
+const PT_SPAN: u64 = 512 * PAGE_SIZE;
+/// The window's page tables: 32 MiB of text (the `--scale 35000` kernel
+/// has about 5 MiB).
+const POKE_PTS: usize = 16;
+/// Slots in the window.
+const POKE_SLOTS: usize = POKE_PTS * 512;
+
+/// The window's page tables, one after the other, so that slot `i`'s entry
+/// is element `i` (Linux keeps the fixmap's page tables in the image too:
+/// level1_fixmap_pgt). Atomics only so that the static needs no `mut`:
+/// they are written under TEXT_MUTEX, read by the CPU's page walker.
+#[repr(C, align(4096))]
+struct PokePtes([AtomicU64; POKE_SLOTS]);
+static POKE_PTES: PokePtes = PokePtes([const { AtomicU64::new(0) }; POKE_SLOTS]);
+/// The text address slot 0 maps: the 2 MiB boundary at or below the text's
+/// start, so that slot `i` is entry `i % 512` of page table `i / 512`.
+static POKE_BASE: AtomicU64 = AtomicU64::new(0);
+/// The text the window may map, [start, end), checked when a slot is
+/// mapped (copied by poking_init: the write path calls no function).
+static TEXT_START: AtomicU64 = AtomicU64::new(0);
+static TEXT_END: AtomicU64 = AtomicU64::new(0);
+
+/// Hangs the window's page tables into the kernel's, all entries empty, so
+/// that mapping a slot later is one store and cannot fail (Linux:
+/// poking_init). Called once at boot after the kernel's page tables are
+/// set up, before any text is patched.
+pub fn poking_init() {
+    let (start, end) = (super::stext(), super::etext());
+    let base = start & !(PT_SPAN - 1);
+    assert!(
+        end - base <= POKE_SLOTS as u64 * PAGE_SIZE,
+        "text_poke: {} KiB of text from {base:#x}, the window maps {} KiB",
+        (end - base) >> 10,
+        (POKE_SLOTS * PAGE_SIZE as usize) >> 10
+    );
+    let tables = paging::virt_to_phys(&POKE_PTES as *const PokePtes as u64);
+    for i in 0..POKE_PTS as u64 {
+        paging::pmd_populate_kernel(POKE_VA + i * PT_SPAN, tables + i * PAGE_SIZE);
+    }
+    POKE_BASE.store(base, Ordering::Relaxed);
+    TEXT_START.store(start, Ordering::Relaxed);
+    TEXT_END.store(end, Ordering::Relaxed);
+}
 
 /// Serialises all writers of kernel text (Linux: text_mutex).
 static TEXT_MUTEX: Mutex<()> = Mutex::new(());
@@ -57,53 +118,81 @@ pub fn text_poke_sync() {
 /// Exclusive access to kernel text, with the writable alias.
 pub struct TextPoke {
     _guard: MutexGuard<'static, ()>,
-    /// The physical page now mapped at POKE_VA.
-    mapped: Option<u64>,
+    /// The lowest and highest window slots this TextPoke mapped (none while
+    /// `lo > hi`): drop clears the mapped ones between them.
+    lo: usize,
+    hi: usize,
 }
 
 impl TextPoke {
     /// Takes the text lock. Preemption stays off while the alias exists, so the
     /// alias is only ever used by the CPU that mapped it. Always inlined, as
-    /// `alias`, `write` and `drop`: see `alias`.
+    /// `alias`, `write` and `drop`: see `write`.
     #[inline(always)]
     pub fn lock() -> TextPoke {
         super::percpu::this_cpu_preempt_inc(); // Linux: preempt_disable()
         TextPoke {
             _guard: TEXT_MUTEX.lock(),
-            mapped: None,
+            lo: usize::MAX,
+            hi: 0,
         }
     }
 
-    /// Always inlined, as `write`, its only caller, and `lock` and `drop`:
-    /// whether the compiler inlined these on its own changed with unrelated
-    /// code elsewhere in the crate (the kernel crate is several code units),
-    /// and with them the patching rows of the bench by tens of instructions
-    /// per site (`event_enable_all_per_site` 217 inlined, 237 with `alias`
-    /// alone inlined, 314 with none).
+    /// The writable alias of the text at [addr, addr + len) (`len` > 0), its
+    /// pages mapped in the window if this TextPoke has not mapped them yet.
     #[inline(always)]
-    fn alias(&mut self, addr: u64) -> *mut u8 {
-        let page_va = addr & !(PAGE_SIZE - 1);
-        let pa = paging::virt_to_phys(page_va);
-        if self.mapped != Some(pa) {
-            // Map this page and the next (an instruction may cross into it).
-            paging::map_4k(POKE_VA, pa, WRITABLE | NO_EXECUTE);
-            paging::map_4k(POKE_VA + PAGE_SIZE, pa + PAGE_SIZE, WRITABLE | NO_EXECUTE);
-            self.mapped = Some(pa);
+    fn alias(&mut self, addr: u64, len: usize) -> *mut u8 {
+        let off = addr.wrapping_sub(POKE_BASE.load(Ordering::Relaxed));
+        let first = (off / PAGE_SIZE) as usize;
+        let last = ((off + len as u64 - 1) / PAGE_SIZE) as usize;
+        self.map_slot(first);
+        if last != first {
+            self.map_slot(last);
         }
-        (POKE_VA + (addr - page_va)) as *mut u8
+        (POKE_VA + off) as *mut u8
+    }
+
+    /// Maps window slot `slot` if it is not mapped. A slot not present was
+    /// flushed when it was last cleared, and a CPU caches no translation of
+    /// a page that is not present, so mapping it needs no flush.
+    #[inline(always)]
+    fn map_slot(&mut self, slot: usize) {
+        let Some(pte) = POKE_PTES.0.get(slot) else {
+            not_text(slot);
+        };
+        if pte.load(Ordering::Relaxed) == 0 {
+            let page = POKE_BASE.load(Ordering::Relaxed) + slot as u64 * PAGE_SIZE;
+            if page + PAGE_SIZE <= TEXT_START.load(Ordering::Relaxed)
+                || page >= TEXT_END.load(Ordering::Relaxed)
+            {
+                not_text(slot);
+            }
+            let pa = paging::virt_to_phys(page);
+            pte.store(pa | PRESENT | WRITABLE | NO_EXECUTE, Ordering::Relaxed);
+            // The write through the slot comes after this store (the CPU's
+            // page walk then sees it: x86 orders a CPU's own accesses).
+            compiler_fence(Ordering::SeqCst);
+            self.lo = self.lo.min(slot);
+            self.hi = self.hi.max(slot);
+        }
     }
 
     /// Writes `bytes` at kernel text address `addr` and checks them through
-    /// the normal (read-only) mapping. Always inlined: the int3 batch calls
-    /// it four times per site, and whether the compiler inlined it on its
-    /// own changed with unrelated code elsewhere in the crate (28
-    /// instructions per site in `enable_all_per_site`).
+    /// the normal (read-only) mapping. Always inlined, as `alias`, `lock`
+    /// and `drop`: the int3 batch calls it four times per site, and whether
+    /// the compiler inlined these on its own changed with unrelated code
+    /// elsewhere in the crate (the kernel crate is several code units), and
+    /// with them the patching rows of the bench by tens of instructions per
+    /// site (`event_enable_all_per_site` 217 inlined, 237 with `alias` alone
+    /// inlined, 314 with none; 28 per site in `enable_all_per_site`).
     #[inline(always)]
     pub fn write(&mut self, addr: u64, bytes: &[u8]) {
-        let dst = self.alias(addr);
-        // SAFETY: `dst` is the writable alias of [addr, addr+len) (at most
-        // one page boundary crossed, covered by the second mapped page), and
-        // TEXT_MUTEX makes this the only writer.
+        if bytes.is_empty() {
+            return;
+        }
+        let dst = self.alias(addr, bytes.len());
+        // SAFETY: `dst` is the writable alias of [addr, addr+len), every page
+        // of it mapped by `alias`, and TEXT_MUTEX makes this the only writer.
         unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
         // SAFETY: reading back kernel text through its own mapping.
         let back = unsafe { core::slice::from_raw_parts(addr as *const u8, bytes.len()) };
@@ -122,12 +211,31 @@ impl TextPoke {
 impl Drop for TextPoke {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.mapped.is_some() {
-            paging::unmap_4k(POKE_VA);
-            paging::unmap_4k(POKE_VA + PAGE_SIZE);
+        // The writes through the slots come before their clearing.
+        compiler_fence(Ordering::SeqCst);
+        // Every slot this TextPoke mapped is in [lo, hi] (none if lo > hi).
+        for (slot, pte) in POKE_PTES
+            .0
+            .iter()
+            .enumerate()
+            .take(self.hi + 1)
+            .skip(self.lo)
+        {
+            if pte.load(Ordering::Relaxed) != 0 {
+                pte.store(0, Ordering::Relaxed);
+                paging::flush(POKE_VA + slot as u64 * PAGE_SIZE);
+            }
         }
         super::percpu::this_cpu_preempt_dec(); // Linux: preempt_enable()
     }
+}
+
+/// A write outside the kernel's text: a bug in the caller.
+#[cold]
+#[inline(never)]
+fn not_text(slot: usize) -> ! {
+    let page = POKE_BASE.load(Ordering::Relaxed) + slot as u64 * PAGE_SIZE;
+    panic!("text_poke: write to {page:#x}, not kernel text");
 }
 
 /// What a CPU that hits the int3 of an in-flight site must do instead.
