@@ -79,6 +79,11 @@ fn smp_stress_every_enabled_call_seen_exactly_once() {
     );
     eprintln!("{out}");
     assert!(out.contains("ftrace_stress: PASS"), "{out}");
+    // Every batch's TextPoke cleared the window slots it mapped.
+    assert!(
+        out.contains("ftrace_stress: 0 poke window slots mapped\n"),
+        "{out}"
+    );
     let head = line(&out, "ftrace_stress: 4 cpus, ");
     let updates = num_before(head, "updates");
     assert!(updates >= MIN_UPDATES, "only {updates} updates:\n{out}");

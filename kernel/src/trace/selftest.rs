@@ -476,10 +476,17 @@ pub fn ftrace_stress(duration_ns: u64, min_updates: u64, target: Target) -> Stri
         violations,
         wrong
     );
+    // No writable alias of the text may outlive the updates' batches.
+    let mapped = text_poke::poke_slots_mapped();
+    let _ = writeln!(out, "ftrace_stress: {mapped} poke window slots mapped");
     let check = ftrace::ftrace_check_sites();
     out.push_str(&ftrace_check_text());
-    let pass =
-        violations == 0 && wrong == 0 && errors == 0 && check.bad == 0 && !ftrace::ftrace_is_dead();
+    let pass = violations == 0
+        && wrong == 0
+        && errors == 0
+        && mapped == 0
+        && check.bad == 0
+        && !ftrace::ftrace_is_dead();
     let _ = writeln!(out, "ftrace_stress: {}", if pass { "PASS" } else { "FAIL" });
     out
 }

@@ -230,6 +230,17 @@ impl Drop for TextPoke {
     }
 }
 
+/// How many slots of the poking window are mapped: 0 whenever no TextPoke
+/// exists (the self-tests check it after their batches).
+pub fn poke_slots_mapped() -> usize {
+    let _guard = TEXT_MUTEX.lock();
+    POKE_PTES
+        .0
+        .iter()
+        .filter(|pte| pte.load(Ordering::Relaxed) != 0)
+        .count()
+}
+
 /// A write outside the kernel's text: a bug in the caller.
 #[cold]
 #[inline(never)]
