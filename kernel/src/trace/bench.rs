@@ -864,35 +864,54 @@ fn kprobe_int3_bare() -> Result<(u64, u64), String> {
     Ok((on.saturating_sub(off), N))
 }
 
+/// The measure every probe event row shares, with preemption off (the
+/// probes' per-CPU state stays on this CPU): `before` checks the state the
+/// unprobed call is measured in, the leaf is timed unprobed, the event
+/// `file` enabled, `when_on` checks the state it made, the leaf timed
+/// again (the buffer reset before each batch) and must have recorded one
+/// event per call, and `after` checks the recorded events. The event is
+/// disabled and the probe removed whatever failed. Returns the difference
+/// per `N` calls.
+fn probe_event_cost(
+    tr: &TraceArray,
+    file: &super::events::TraceEventFile,
+    before: impl FnOnce() -> Result<(), String>,
+    when_on: impl FnOnce() -> Result<(), String>,
+    after: impl FnOnce(&TraceArray) -> Result<(), String>,
+) -> Result<(u64, u64), String> {
+    use super::events::trace_event_enable_disable;
+    crate::sched::preempt_disable();
+    let r = before().and_then(|_| {
+        let off = call_cost(ktrace_bench_leaf, &mut || {});
+        trace_event_enable_disable(file, true)
+            .map_err(|e| format!("enable {}: {:?}", file.call.name, e))
+            .and_then(|_| when_on())
+            .and_then(|_| {
+                let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
+                match this_cpu_entries(tr) {
+                    N => after(tr).map(|_| (on.saturating_sub(off), N)),
+                    got => Err(format!(
+                        "{} events recorded for {} calls, expected {}",
+                        got, N, N
+                    )),
+                }
+            })
+    });
+    let _ = trace_event_enable_disable(file, false);
+    crate::sched::preempt_enable();
+    super::trace_kprobe::bench_remove();
+    tr.buffer.reset();
+    r
+}
+
 /// Instructions a probe event adds to a call of the leaf: the int3 probe
 /// (`kprobe_events`' `p:` at the leaf's second instruction, so not the
 /// function-entry path) with its event enabled and recorded, with no fetch
 /// argument or with `%di` (trace_kprobe's `bench_define`); over the same
 /// call unprobed.
 fn kprobe_hit(tr: &TraceArray, fetch_arg: bool) -> Result<(u64, u64), String> {
-    use super::events::trace_event_enable_disable;
     let file = super::trace_kprobe::bench_define("ktrace_bench_leaf", fetch_arg)?;
-    crate::sched::preempt_disable();
-    let off = call_cost(ktrace_bench_leaf, &mut || {});
-    let r = trace_event_enable_disable(file, true)
-        .map_err(|e| format!("enable bench_kprobe: {:?}", e))
-        .and_then(|_| {
-            let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
-            let got = this_cpu_entries(tr);
-            if got != N {
-                Err(format!(
-                    "{} events recorded for {} calls, expected {}",
-                    got, N, N
-                ))
-            } else {
-                Ok((on.saturating_sub(off), N))
-            }
-        });
-    let _ = trace_event_enable_disable(file, false);
-    crate::sched::preempt_enable();
-    super::trace_kprobe::bench_remove();
-    tr.buffer.reset();
-    r
+    probe_event_cost(tr, file, || Ok(()), || Ok(()), |_| Ok(()))
 }
 
 /// Instructions a return probe event adds to a call of the leaf:
@@ -901,17 +920,15 @@ fn kprobe_hit(tr: &TraceArray, fetch_arg: bool) -> Result<(u64, u64), String> {
 /// return runs the handler through the return trampoline), over the same
 /// call unprobed. Each record's `$retval` must be what the call returned.
 fn kretprobe_pair(tr: &TraceArray) -> Result<(u64, u64), String> {
-    use super::events::trace_event_enable_disable;
     let file = super::trace_kprobe::bench_define_ret("ktrace_bench_leaf")?;
     // What the batch's first call, ktrace_bench_leaf(0, 7), returns.
     let want = ktrace_bench_leaf(0, 7);
-    crate::sched::preempt_disable();
-    let off = call_cost(ktrace_bench_leaf, &mut || {});
-    let r = trace_event_enable_disable(file, true)
-        .map_err(|e| format!("enable bench_kretprobe: {:?}", e))
-        .and_then(|_| {
-            let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
-            let got = this_cpu_entries(tr);
+    probe_event_cost(
+        tr,
+        file,
+        || Ok(()),
+        || Ok(()),
+        |tr| {
             let first = tr
                 .buffer
                 .peek_with(arch::cpu_id(), |_, data, _| {
@@ -919,22 +936,13 @@ fn kretprobe_pair(tr: &TraceArray) -> Result<(u64, u64), String> {
                         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
                 })
                 .flatten();
-            if got != N {
-                Err(format!(
-                    "{} events recorded for {} calls, expected {}",
-                    got, N, N
-                ))
-            } else if first != Some(want) {
-                Err(format!("$retval {:?}, the call returned {}", first, want))
+            if first == Some(want) {
+                Ok(())
             } else {
-                Ok((on.saturating_sub(off), N))
+                Err(format!("$retval {:?}, the call returned {}", first, want))
             }
-        });
-    let _ = trace_event_enable_disable(file, false);
-    crate::sched::preempt_enable();
-    super::trace_kprobe::bench_remove();
-    tr.buffer.reset();
-    r
+        },
+    )
 }
 
 /// Instructions a probe event on the leaf's function-tracing call site
@@ -944,34 +952,17 @@ fn kretprobe_pair(tr: &TraceArray) -> Result<(u64, u64), String> {
 /// call unprobed (the site a NOP). The site must call the trampoline while
 /// the event is on and be the NOP again after.
 fn kprobe_ftrace_hit(tr: &TraceArray) -> Result<(u64, u64), String> {
-    use super::events::trace_event_enable_disable;
     let i = leaf_record().ok_or_else(|| String::from("ktrace_bench_leaf has no call site"))?;
     let start = ktrace_bench_leaf as *const () as u64;
     let off = ftrace::records()[i].ip - start;
     let file = super::trace_kprobe::bench_define_at("ktrace_bench_leaf", off, false)?;
-    crate::sched::preempt_disable();
-    let r = expect_site(false).and_then(|_| {
-        let off = call_cost(ktrace_bench_leaf, &mut || {});
-        trace_event_enable_disable(file, true)
-            .map_err(|e| format!("enable bench_kprobe: {:?}", e))
-            .and_then(|_| expect_site(true))
-            .and_then(|_| {
-                let on = call_cost(ktrace_bench_leaf, &mut || tr.buffer.reset());
-                let got = this_cpu_entries(tr);
-                if got != N {
-                    Err(format!(
-                        "{} events recorded for {} calls, expected {}",
-                        got, N, N
-                    ))
-                } else {
-                    Ok((on.saturating_sub(off), N))
-                }
-            })
-    });
-    let _ = trace_event_enable_disable(file, false);
-    crate::sched::preempt_enable();
-    super::trace_kprobe::bench_remove();
-    tr.buffer.reset();
+    let r = probe_event_cost(
+        tr,
+        file,
+        || expect_site(false),
+        || expect_site(true),
+        |_| Ok(()),
+    );
     r.and_then(|v| expect_site(false).map(|_| v))
 }
 
