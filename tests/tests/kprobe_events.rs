@@ -432,6 +432,34 @@ fn records_filters_triggers_and_counts() {
     assert_eq!(k.run(&format!("echo > {T}/trace")), "");
     clean(&k.run("work stack 1"));
     assert_eq!(events(&mut k, "pidp").len(), 2);
+    // Another event's enable_event trigger may name a probe event (Linux:
+    // event_enable_trigger_parse looks among all of tr->events); while the
+    // trigger holds it in soft mode the probe cannot go.
+    assert_eq!(echo(&mut k, "0", "events/kprobes/pidp/enable"), "");
+    let sw = "events/sched/sched_switch/trigger";
+    assert_eq!(
+        k.run(&format!("echo 'enable_event:kprobes:pidp:1' > {T}/{sw}")),
+        ""
+    );
+    // The shell waiting for the next line may already have switched to
+    // the idle task: the count is 1 or 0.
+    assert!(cat(&mut k, sw).starts_with("enable_event:kprobes:pidp:count="));
+    assert!(echo(&mut k, "-:pidp", "kprobe_events").contains("Device or resource busy"));
+    k.run("sleep 0.02");
+    assert_eq!(cat(&mut k, sw), "enable_event:kprobes:pidp:count=0\n");
+    assert_eq!(cat(&mut k, "events/kprobes/pidp/enable"), "1*\n");
+    assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+    clean(&k.run("work stack 1"));
+    assert_eq!(events(&mut k, "pidp").len(), 2);
+    assert_eq!(
+        k.run(&format!("echo '!enable_event:kprobes:pidp:1' > {T}/{sw}")),
+        ""
+    );
+    assert!(!cat(&mut k, sw).contains("enable_event:"));
+    // The trigger fired: the event stays enabled, as on Linux.
+    assert_eq!(cat(&mut k, "events/kprobes/pidp/enable"), "1\n");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/pidp/enable"), "");
+    assert_eq!(echo(&mut k, "-:pidp", "kprobe_events"), "");
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }

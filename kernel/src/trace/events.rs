@@ -643,11 +643,19 @@ impl TrEvents {
         self.files.get().map_or(&[], |f| &f[..])
     }
 
-    /// The event `system:name`.
+    /// The event `system:name`, a declared one or one made at run time (a
+    /// probe event: an `enable_event` trigger may name it).
     pub fn find(&self, system: &str, name: &str) -> Option<&TraceEventFile> {
-        self.files()
-            .iter()
-            .find(|f| f.call.system == system && f.call.name == name)
+        let is = |f: &TraceEventFile| f.call.system == system && f.call.name == name;
+        self.files().iter().find(|f| is(f)).or_else(|| {
+            self.dynamic
+                .lock()
+                .iter()
+                // SAFETY: each points into `dynamic_owned`, alive while
+                // `self` is.
+                .map(|f| unsafe { &**f })
+                .find(|f| is(f))
+        })
     }
 
     /// This array's file of `event`.
