@@ -405,6 +405,22 @@ fn stress_reset_with_writers() {
     let stop = Arc::new(AtomicBool::new(false));
     let clock = Arc::new(AtomicU64::new(1_000_000_000));
     let writers = spawn_writers(&rb, &stop, &clock);
+    // Every writer has written before the first reset: a writer that dies
+    // inside a write (a lab starter's stub panics there) would leave the
+    // reset waiting for it for ever. A writer that ended did so by
+    // panicking: its panic is the test's failure.
+    let t = Instant::now();
+    while (0..NR_CPUS).any(|cpu| rb.entries_cpu(cpu) == 0) {
+        if let Some(w) = writers.iter().position(|w| w.is_finished()) {
+            let w = writers.into_iter().nth(w).unwrap();
+            match w.join() {
+                Err(panic) => std::panic::resume_unwind(panic),
+                Ok(_) => panic!("a writer ended before it was told to stop"),
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "a writer wrote nothing in 30 s");
+        thread::yield_now();
+    }
     let rstop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(&rb, ReadMode::Consume, &rstop);
     let t0 = Instant::now();
