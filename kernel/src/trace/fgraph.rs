@@ -285,7 +285,7 @@ pub fn ftrace_graph_enter_user(ip: u64, parent_slot: *mut u64, ops: &'static Fgr
 #[inline(always)]
 fn prepare_ftrace_return(ip: u64, parent_slot: *mut u64, ops: &FgraphOps) {
     // LAB 4 BEGIN: prepare_ftrace_return (save the return address on the shadow stack, hijack the slot)
-    // LAB 4 STUB: let _ = (ip, parent_slot, ops, recursion::trylock); // what you will use
+    // LAB 4 STUB: let _ = (ip, parent_slot, ops, recursion::trylock, return_to_handler_addr); // what you will use
     // LAB 4 STUB: // Only the first call panics; the calls the panic makes on its way are not traced.
     // LAB 4 STUB: if GRAPH_DEAD.swap(true, Ordering::SeqCst) {
     // LAB 4 STUB:     return;
