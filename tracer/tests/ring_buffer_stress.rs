@@ -418,7 +418,10 @@ fn stress_reset_with_writers() {
                 Ok(_) => panic!("a writer ended before it was told to stop"),
             }
         }
-        assert!(t.elapsed() < Duration::from_secs(30), "a writer wrote nothing in 30 s");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "a writer wrote nothing in 30 s"
+        );
         thread::yield_now();
     }
     let rstop = Arc::new(AtomicBool::new(false));
