@@ -163,15 +163,6 @@ fn walk(pml4: u64, va: u64, level: usize, create: bool) -> Option<*mut u64> {
     Some(unsafe { table(table_pa).add(index as usize) })
 }
 
-/// Maps one 4 KiB page in the kernel's tables and flushes it from the TLB.
-pub fn map_4k(va: u64, pa: u64, flags: u64) {
-    let pml4 = KERNEL_PML4.load(Ordering::Relaxed);
-    let pte = walk(pml4, va, 1, true).expect("out of page-table frames");
-    // SAFETY: `pte` points at the entry for `va`.
-    unsafe { pte.write_volatile(pa | flags | PRESENT) };
-    flush(va);
-}
-
 /// Makes the page table at physical address `pte_table_pa` (512 PTEs) map
 /// the 2 MiB at `va`, which nothing may map yet (Linux:
 /// pmd_populate_kernel). For text_poke's window, whose tables are static.
@@ -183,16 +174,6 @@ pub fn pmd_populate_kernel(va: u64, pte_table_pa: u64) {
     assert_eq!(old, 0, "pmd_populate_kernel: {va:#x} is mapped");
     // SAFETY: as above.
     unsafe { pde.write_volatile(pte_table_pa | PRESENT | WRITABLE) };
-}
-
-/// Removes a 4 KiB mapping and flushes it from this CPU's TLB.
-pub fn unmap_4k(va: u64) {
-    let pml4 = KERNEL_PML4.load(Ordering::Relaxed);
-    if let Some(pte) = walk(pml4, va, 1, false) {
-        // SAFETY: `pte` points at the entry for `va`.
-        unsafe { pte.write_volatile(0) };
-    }
-    flush(va);
 }
 
 fn map_2m(pml4: u64, va: u64, pa: u64, flags: u64) {

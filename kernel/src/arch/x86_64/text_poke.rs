@@ -17,7 +17,7 @@
 //! four times, so that was four remaps per text page per batch, about a
 //! quarter of the cost of patching a site, and that share moved with how
 //! many sites shared a page and with whether the compiler inlined the
-//! walk into `map_4k` (which changed with unrelated code elsewhere in the
+//! walk into the old `paging::map_4k` (which changed with unrelated code elsewhere in the
 //! crate): the bench's patching rows moved by 10% between builds of the
 //! same code. A slot per page makes a page's mapping one store, once per
 //! batch.
