@@ -6,7 +6,10 @@
 //! probes, (function, data) pairs. The call site `trace_NAME(args)` (made by
 //! `define_tracepoints!` in `events`) is `if static_branch_unlikely!(KEY)
 //! { call every probe }`; the key is on exactly while the array is not
-//! empty (on at the first probe, off after the last).
+//! empty (on at the first probe, off after the last). As Linux's static
+//! call, the array carries the one function the site calls: the only
+//! probe with its data, or the tracepoint's iterator (`__traceiter_NAME`)
+//! with the array as its data.
 //!
 //! Registering or unregistering never edits the array a CPU may be walking
 //! (the list logic is `tracer::tracepoint`, host-tested). It builds a new
@@ -37,8 +40,15 @@ use crate::jump_label::{static_key_disable, static_key_enable, StaticKey};
 /// Serializes every probe-list change (Linux: `tracepoints_mutex`).
 static TRACEPOINTS_MUTEX: Mutex<()> = Mutex::new(());
 
-/// The published probes of one tracepoint.
+/// The published probes of one tracepoint, and what its call site calls
+/// (Linux: the static call `tp_func_NAME`): the only probe with its data,
+/// or, when there are several, the tracepoint's iterator with this very
+/// array as its data. One load of each, and no test of the count, at every
+/// call.
+#[repr(C)]
 struct Funcs<F> {
+    func: F,
+    data: *mut (),
     list: Vec<TracepointFunc<F>>,
 }
 
@@ -48,16 +58,35 @@ pub struct Tracepoint<F: Copy + PartialEq + 'static> {
     pub name: &'static str,
     key: &'static StaticKey,
     funcs: AtomicPtr<Funcs<F>>,
+    /// Calls every probe in turn (Linux: `__traceiter_NAME`), given the
+    /// published array's `data` ([`Tracepoint::iter_list`] reads it).
+    iter: F,
 }
 
 impl<F: Copy + PartialEq + 'static> Tracepoint<F> {
-    /// A tracepoint with no probes whose call sites test `key`.
-    pub const fn new(name: &'static str, key: &'static StaticKey) -> Tracepoint<F> {
+    /// A tracepoint with no probes whose call sites test `key`; `iter`
+    /// calls the probes of the array [`Tracepoint::iter_list`] reads
+    /// from its data argument, in order.
+    pub const fn new(name: &'static str, key: &'static StaticKey, iter: F) -> Tracepoint<F> {
         Tracepoint {
             name,
             key,
             funcs: AtomicPtr::new(core::ptr::null_mut()),
+            iter,
         }
+    }
+
+    /// The probes of the published array whose call goes through the
+    /// iterator: `data` is the iterator's data argument.
+    ///
+    /// # Safety
+    /// `data` is what [`Tracepoint::do_trace`] passed to `iter`, and
+    /// the call is still running (preemption off keeps the array alive).
+    #[inline(always)]
+    pub unsafe fn iter_list<'a>(data: *mut ()) -> &'a [TracepointFunc<F>] {
+        // SAFETY: `data` is the address of a published `Funcs<F>` (set
+        // in `update` for a list of several), alive by the contract.
+        unsafe { &(*(data as *const Funcs<F>)).list }
     }
 
     /// Whether any probe is registered (Linux: `trace_NAME_enabled()`).
@@ -120,10 +149,23 @@ impl<F: Copy + PartialEq + 'static> Tracepoint<F> {
         let old_list: &[TracepointFunc<F>] = unsafe { old.as_ref() }.map_or(&[], |f| &f.list);
         let list = edit(old_list)?;
         let change = key_change(old_list.len(), list.len());
-        let new = if list.is_empty() {
-            core::ptr::null_mut()
-        } else {
-            Box::into_raw(Box::new(Funcs { list }))
+        let new = match list.len() {
+            0 => core::ptr::null_mut(),
+            1 => Box::into_raw(Box::new(Funcs {
+                func: list[0].func,
+                data: list[0].data as *mut (),
+                list,
+            })),
+            _ => {
+                let p = Box::into_raw(Box::new(Funcs {
+                    func: self.iter,
+                    data: core::ptr::null_mut(),
+                    list,
+                }));
+                // SAFETY: `p` was just allocated, unpublished: ours alone.
+                unsafe { (*p).data = p as *mut () };
+                p
+            }
         };
         match change {
             KeyChange::Enable => {
@@ -149,18 +191,19 @@ impl<F: Copy + PartialEq + 'static> Tracepoint<F> {
         Ok(())
     }
 
-    /// Runs `call` on the published probes (Linux: `__DO_TRACE`), with
-    /// preemption off: the read side of the grace period (see the module
-    /// doc). The call site tests the key first.
+    /// Runs `call(func, data)` with the published function and data (Linux:
+    /// `__DO_TRACE` and its static call): the only probe, or the iterator
+    /// over several. With preemption off: the read side of the grace
+    /// period (see the module doc). The call site tests the key first.
     #[inline(always)]
-    pub fn do_trace(&self, call: impl FnOnce(&[TracepointFunc<F>])) {
+    pub fn do_trace(&self, call: impl FnOnce(F, *mut ())) {
         percpu::this_cpu_preempt_inc();
         let p = self.funcs.load(Ordering::Acquire);
-        // SAFETY: the list at `p` is freed only after every other CPU has
+        // SAFETY: the array at `p` is freed only after every other CPU has
         // been seen with preemption on after `p` was replaced, and this CPU
-        // keeps preemption off until it is done with it.
+        // keeps preemption off until the call returns.
         if let Some(funcs) = unsafe { p.as_ref() } {
-            call(&funcs.list);
+            call(funcs.func, funcs.data);
         }
         percpu::this_cpu_preempt_dec();
     }

@@ -46,6 +46,7 @@ macro_rules! define_tracepoints {
                     $crate::tracepoint::Tracepoint::new(
                         stringify!($name),
                         &[<__TRACEPOINT_KEY_ $name>],
+                        [<__traceiter_ $name>],
                     );
 
                 $(#[$meta])*
@@ -60,25 +61,26 @@ macro_rules! define_tracepoints {
                 }
 
                 /// The out-of-line part of the call site (Linux: `__DO_TRACE`):
-                /// one probe is called directly (Linux's static call), several
-                /// through the iterator.
+                /// one indirect call of the published function, the only
+                /// probe or the iterator over several (Linux's static call).
                 #[inline(always)]
                 #[allow(clippy::too_many_arguments)]
                 fn [<__do_trace_ $name>]($($arg: $argty),*) {
-                    [<__TRACEPOINT_ $name>].do_trace(|funcs| match funcs {
-                        [only] => (only.func)(only.data as *mut (), $($arg),*),
-                        _ => [<__traceiter_ $name>](funcs, $($arg),*),
-                    });
+                    [<__TRACEPOINT_ $name>].do_trace(|func, data| func(data, $($arg),*));
                 }
 
-                /// Every probe in turn (Linux: `__traceiter_NAME`).
+                /// Every probe in turn (Linux: `__traceiter_NAME`): the
+                /// published function when there are several, `data` the
+                /// published array.
                 #[inline(never)]
                 #[cold]
                 #[allow(clippy::too_many_arguments)]
-                fn [<__traceiter_ $name>](
-                    funcs: &[$crate::tracepoint::TracepointFunc<fn(*mut (), $($argty),*)>],
-                    $($arg: $argty),*
-                ) {
+                fn [<__traceiter_ $name>](data: *mut (), $($arg: $argty),*) {
+                    // SAFETY: called by `do_trace` with the array's
+                    // own address as data, preemption still off.
+                    let funcs = unsafe {
+                        $crate::tracepoint::Tracepoint::<fn(*mut (), $($argty),*)>::iter_list(data)
+                    };
                     for f in funcs {
                         (f.func)(f.data as *mut (), $($arg),*);
                     }

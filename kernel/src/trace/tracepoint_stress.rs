@@ -7,7 +7,8 @@
 //! the object after `unregister` returned (the quiescence wait in
 //! `tracepoint.rs` failed) would read the dead mark and count an error.
 //! A second probe is registered on even rounds only, so the probe array is
-//! replaced while the key stays on (two probes to one and back) and the
+//! replaced while the key stays on (two probes to one and back: the
+//! published function goes from the iterator to the probe and back) and the
 //! key goes off and on (one probe to none) in other rounds. The arrays the
 //! tracepoint replaces are freed to the heap and reused: a CPU still
 //! walking one would call garbage.
@@ -24,7 +25,8 @@ const LIVE: u64 = 0x11fe_11fe_11fe_11fe;
 const DEAD: u64 = 0xdead_dead_dead_dead;
 
 static STRESS_KEY: StaticKey = StaticKey::new();
-static STRESS_TP: Tracepoint<fn(*mut (), u64)> = Tracepoint::new("tracepoint_stress", &STRESS_KEY);
+static STRESS_TP: Tracepoint<fn(*mut (), u64)> =
+    Tracepoint::new("tracepoint_stress", &STRESS_KEY, stress_iter);
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static HITS: AtomicU64 = AtomicU64::new(0);
@@ -34,11 +36,16 @@ static ERRORS: AtomicU64 = AtomicU64::new(0);
 #[inline(always)]
 fn trace_stress(v: u64) {
     if crate::static_branch_unlikely!(STRESS_KEY) {
-        STRESS_TP.do_trace(|funcs| {
-            for f in funcs {
-                (f.func)(f.data as *mut (), v);
-            }
-        });
+        STRESS_TP.do_trace(|func, data| func(data, v));
+    }
+}
+
+/// The tracepoint's iterator (as `events`' `__traceiter_NAME`): the
+/// published function while both probes are registered.
+fn stress_iter(data: *mut (), v: u64) {
+    // SAFETY: called by `do_trace` with the array as data.
+    for f in unsafe { Tracepoint::<fn(*mut (), u64)>::iter_list(data) } {
+        (f.func)(f.data as *mut (), v);
     }
 }
 
