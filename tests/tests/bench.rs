@@ -209,11 +209,12 @@ fn check(mode: &str) {
         "{mode}: a disabled tracepoint costs more than 1 instruction"
     );
     // A recorded sched_switch: at most 200 instructions over the disabled
-    // tracepoint. Its second bound, no dearer than a recorded function
-    // event, held while both shared the same costs (183 against 186); the
-    // function event has since dropped below it through parts the event
-    // does not take (the recursion guard, the callback's frame): the gap
-    // is printed, and BENCHMARKS.md marks that bound as missed. The event's
+    // tracepoint, and no dearer than a recorded function event. The second
+    // bound holds in the fentry build since the tracepoint's call site
+    // became one call of the published function (154 against 155); the
+    // mcount build misses it (148 against 144: the probe's mcount call
+    // keeps its five arguments in saved registers, BENCHMARKS.md "One
+    // recorded sched_switch"), so there the gap is printed and the event's
     // own figure stays guarded by its baseline row.
     let function_event = got["call_function"] - got["call_nop"];
     assert!(
@@ -221,10 +222,16 @@ fn check(mode: &str) {
         "{mode}: a recorded sched_switch costs {} (a function event {function_event})",
         got["event_sched_switch"]
     );
-    if got["event_sched_switch"] > function_event {
+    if mode == "fentry" {
+        assert!(
+            got["event_sched_switch"] <= function_event,
+            "{mode}: a recorded sched_switch costs {}, more than a function event ({function_event})",
+            got["event_sched_switch"]
+        );
+    } else if got["event_sched_switch"] > function_event {
         eprintln!(
             "bench {mode}: a recorded sched_switch costs {} and a function event {function_event}: \
-             the sched_switch bound of BENCHMARKS.md is missed",
+             the sched_switch bound of BENCHMARKS.md is missed in this build",
             got["event_sched_switch"]
         );
     }
