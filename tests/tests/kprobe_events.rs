@@ -7,7 +7,8 @@
 //! triggers on a probe event, EBUSY while an event is enabled, and hit
 //! counts equal to the known number of calls; probe events in instances
 //! (each instance's own files, records only where enabled, EBUSY while
-//! enabled in any instance, as Linux 6.1 does).
+//! enabled in any instance, as Linux 6.1 does); hist triggers on probe
+//! events and their `hist` files, in the top level and in instances.
 
 use tests::Kernel;
 
@@ -216,7 +217,7 @@ fn definitions_errors_and_files() {
     );
     assert_eq!(cat(&mut k, "dynamic_events"), cat(&mut k, "kprobe_events"));
     let ls = clean(&k.run(&format!("ls {T}/events/kprobes/myprobe")));
-    for f in ["enable", "filter", "format", "id", "trigger"] {
+    for f in ["enable", "filter", "format", "hist", "id", "trigger"] {
         assert!(ls.lines().any(|l| l.trim() == f), "{f}: {ls}");
     }
     let id = cat(&mut k, "events/kprobes/myprobe/id");
@@ -833,6 +834,21 @@ fn graph_indents(trace: &str, func: &str) -> Vec<usize> {
 }
 
 /// `instances/INST/trace`'s lines of event `name`.
+/// The names `ls` prints for the tracefs directory `dir`.
+fn ls(k: &mut Kernel, dir: &str) -> Vec<String> {
+    clean(&k.run(&format!("ls {T}/{dir}")))
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// `events/GROUP` is gone from the top level and the instance `foo`.
+fn group_gone(k: &mut Kernel, group: &str) {
+    for dir in ["events", "instances/foo/events"] {
+        assert!(!ls(k, dir).iter().any(|l| l == group), "{dir}: {group}");
+    }
+}
+
 fn inst_events(k: &mut Kernel, inst: &str, name: &str) -> Vec<String> {
     events_in(k, &format!("instances/{inst}/trace"), name)
 }
@@ -851,7 +867,7 @@ fn probe_events_in_instances() {
     let names: Vec<&str> = ls.lines().map(str::trim).collect();
     assert_eq!(
         names,
-        ["enable", "filter", "format", "id", "trigger"],
+        ["enable", "filter", "format", "hist", "id", "trigger"],
         "{ls}"
     );
     assert_eq!(
@@ -925,14 +941,7 @@ fn probe_events_in_instances() {
     assert_eq!(names, ["enable", "filter", "myp"], "{ls}");
     // The last probe goes with its group's directory in every array.
     assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
-    for dir in [format!("{T}/events"), format!("{T}/instances/foo/events")] {
-        assert!(
-            clean(&k.run(&format!("ls {dir}")))
-                .lines()
-                .all(|l| l.trim() != "kprobes"),
-            "{dir}"
-        );
-    }
+    group_gone(&mut k, "kprobes");
     assert!(echo(&mut k, "kprobes:myp", "instances/foo/set_event").contains("Invalid argument"));
     // The instance works on without it.
     assert_eq!(k.run(&format!("rmdir {T}/instances/foo")), "");
@@ -967,6 +976,168 @@ fn return_probe_registers() {
         assert_eq!(bp, sp + 48, "{l}");
         assert!(l.ends_with(&format!(" rv={}", i + 1)), "{l}");
     }
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
+}
+
+/// One block of a `hist` file with one-word keys (Linux's layout): the
+/// trigger line, then each `{ KEY: N } hitcount: H` entry in order.
+fn hist_block(trigger: &str, key: &str, entries: &[(u64, u64)]) -> String {
+    let mut s = format!("# event histogram\n#\n# trigger info: {trigger} [active]\n#\n\n");
+    for (k, h) in entries {
+        s += &format!("{{ {key}: {k:>10} }} hitcount: {h:>10}\n");
+    }
+    let hits: u64 = entries.iter().map(|e| e.1).sum();
+    s + &format!(
+        "\nTotals:\n    Hits: {hits}\n    Entries: {}\n    Dropped: 0\n",
+        entries.len()
+    )
+}
+
+/// Hist triggers on probe events, entry and return probes, in the top
+/// level and in an instance: every event directory has `hist` (Linux 6.1
+/// gives every event one, dynamic events included), keys on the probe's
+/// fetch args (`$arg2:u32`, `$comm` as a string, `__probe_ip.sym`,
+/// `$retval`) and common fields, counts equal to the calls made (`work
+/// stack N` calls the function N + 1 times, at levels 0..=N), printed as
+/// /work/shared/linux/qemu.sh prints them for kprobe events on Linux's
+/// functions. Removing the event while a hist trigger is on it is EBUSY
+/// (the trigger holds it in soft mode: its `enable` reads `0*`), by `-:`
+/// and by a truncating write; after `!hist:` it can go.
+#[test]
+fn hist_triggers_on_probe_events() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let def = format!("p:myprobe {STACK_FN} left=$arg1 level=$arg2:u32 c=$comm");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    let def = format!("r:myret {STACK_FN} ret=$retval");
+    assert_eq!(echo(&mut k, &def, "kprobe_events"), "");
+    assert_eq!(k.run(&format!("mkdir {T}/instances/foo")), "");
+    for dir in [
+        "events/kprobes/myprobe",
+        "events/kprobes/myret",
+        "instances/foo/events/kprobes/myprobe",
+        "instances/foo/events/kprobes/myret",
+    ] {
+        let ls = clean(&k.run(&format!("ls {T}/{dir}")));
+        assert!(ls.lines().any(|l| l.trim() == "hist"), "{dir}: {ls}");
+        // No hist trigger: an empty file.
+        assert_eq!(cat(&mut k, &format!("{dir}/hist")), "", "{dir}");
+    }
+    let trig = "events/kprobes/myprobe/trigger";
+    assert_eq!(echo(&mut k, "hist:keys=level:sort=level", trig), "");
+    assert_eq!(echo(&mut k, "hist:keys=c,__probe_ip.sym:sort=c", trig), "");
+    assert_eq!(
+        echo(
+            &mut k,
+            "hist:keys=common_pid",
+            "events/kprobes/myret/trigger"
+        ),
+        ""
+    );
+    assert_eq!(
+        cat(&mut k, trig),
+        "hist:keys=level:vals=hitcount:sort=level:size=2048 [active]\n\
+         hist:keys=c,__probe_ip.sym:vals=hitcount:sort=c:size=2048 [active]\n"
+    );
+    // Counting only: the event is off, held in soft mode.
+    assert_eq!(cat(&mut k, "events/kprobes/myprobe/enable"), "0*\n");
+    let out = clean(&k.run("work stack 4"));
+    assert!(out.contains("5 calls"), "{out}");
+    let hist = cat(&mut k, "events/kprobes/myprobe/hist");
+    let (first, second) = hist.split_once("\n\n# event").expect(&hist);
+    assert_eq!(
+        first,
+        hist_block(
+            "hist:keys=level:vals=hitcount:sort=level:size=2048",
+            "level",
+            &[(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]
+        )
+    );
+    // `{ c: sh<to 50>, __probe_ip: [ADDR] SYMBOL<to 45> } hitcount: 5`.
+    let second = format!("# event{second}");
+    let lines: Vec<&str> = second.lines().collect();
+    assert_eq!(
+        lines[..5],
+        [
+            "# event histogram",
+            "#",
+            "# trigger info: hist:keys=c,__probe_ip.sym:vals=hitcount:sort=c:size=2048 [active]",
+            "#",
+            ""
+        ],
+        "{second}"
+    );
+    let entry = lines[5];
+    let head = format!("{{ c: {:<50}, __probe_ip: [ffffffff", "sh");
+    let tail = format!("] {STACK_FN:<45} }} hitcount:          5");
+    assert!(
+        entry.starts_with(&head)
+            && entry.ends_with(&tail)
+            && entry.len() == head.len() + 8 + tail.len(),
+        "{entry}"
+    );
+    assert_eq!(
+        lines[6..],
+        [
+            "",
+            "Totals:",
+            "    Hits: 5",
+            "    Entries: 1",
+            "    Dropped: 0"
+        ]
+    );
+    // The shell (pid 1) made every call.
+    let pid_hist = |hits| {
+        let t = "hist:keys=common_pid:vals=hitcount:sort=hitcount:size=2048";
+        hist_block(t, "common_pid", &[(1, hits)])
+    };
+    assert_eq!(cat(&mut k, "events/kprobes/myret/hist"), pid_hist(5));
+    // Nothing was written to the buffer.
+    assert_eq!(events(&mut k, "myprobe"), Vec::<String>::new());
+    // The instance's file counts only its own trigger's hits: the return
+    // values of `work stack 2`'s three calls, one each.
+    let itrig = "instances/foo/events/kprobes/myret/trigger";
+    assert_eq!(echo(&mut k, "hist:keys=ret:sort=ret", itrig), "");
+    let out = clean(&k.run("work stack 2"));
+    assert!(out.contains("3 calls"), "{out}");
+    let mut rets: Vec<(u64, u64)> = (0..=2).map(|l| (stack_sum(l, 2), 1)).collect();
+    rets.sort();
+    assert_eq!(
+        cat(&mut k, "instances/foo/events/kprobes/myret/hist"),
+        hist_block(
+            "hist:keys=ret:vals=hitcount:sort=ret:size=2048",
+            "ret",
+            &rets
+        )
+    );
+    assert_eq!(cat(&mut k, "events/kprobes/myret/hist"), pid_hist(8));
+    // A hist trigger holds its event: removal is EBUSY (Linux 6.1 too),
+    // by name, by a truncating write, and in an instance; nothing goes.
+    assert!(echo(&mut k, "-:myprobe", "kprobe_events").contains("Device or resource busy"));
+    let out = clean(&k.run(&format!("echo > {T}/kprobe_events")));
+    assert!(out.contains("Device or resource busy"), "{out}");
+    assert_eq!(
+        echo(
+            &mut k,
+            "!hist:keys=common_pid",
+            "events/kprobes/myret/trigger"
+        ),
+        ""
+    );
+    assert!(echo(&mut k, "-:myret", "kprobe_events").contains("Device or resource busy"));
+    assert_eq!(cat(&mut k, "kprobe_events").lines().count(), 2);
+    assert!(cat(&mut k, "events/kprobes/myprobe/hist").contains("Hits: 8"));
+    // Without the triggers both go, with their directories.
+    assert_eq!(echo(&mut k, "!hist:keys=ret:sort=ret", itrig), "");
+    assert_eq!(echo(&mut k, "-:myret", "kprobe_events"), "");
+    assert_eq!(echo(&mut k, "!hist:keys=level:sort=level", trig), "");
+    assert!(echo(&mut k, "-:myprobe", "kprobe_events").contains("Device or resource busy"));
+    assert_eq!(echo(&mut k, "!hist:keys=c,__probe_ip.sym:sort=c", trig), "");
+    assert_eq!(cat(&mut k, "events/kprobes/myprobe/enable"), "0\n");
+    assert_eq!(echo(&mut k, "-:myprobe", "kprobe_events"), "");
+    assert_eq!(cat(&mut k, "kprobe_events"), "");
+    group_gone(&mut k, "kprobes");
+    assert_eq!(k.run(&format!("rmdir {T}/instances/foo")), "");
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(std::time::Duration::from_secs(60)), 0);
 }

@@ -279,6 +279,18 @@ pub fn create_hist_file(dir: &Dentry, tr: &Arc<TraceArray>, index: usize) -> Res
     })
 }
 
+/// Creates `hist` in `dir` for the file of an event made at run time (a
+/// probe event's, see `trace_kprobe`; Linux gives every event one, dynamic
+/// events included).
+pub fn create_hist_file_dyn(
+    dir: &Dentry,
+    file: super::events::DynFileRef,
+) -> Result<Dentry, Errno> {
+    tracefs::create_file(dir, "hist", TRACE_MODE_READ, move |_| {
+        Ok(Box::new(SeqFile::new(hist_text(&file))) as Box<dyn OpenFile>)
+    })
+}
+
 /// Runs a `hist:` (or, with `remove`, `!hist:`) write on `file` as the
 /// `trigger` file would, for in-kernel users (the benchmark).
 pub fn hist_trigger_write(file: &TraceEventFile, param: &str, remove: bool) -> Result<(), Errno> {

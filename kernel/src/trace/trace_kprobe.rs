@@ -9,7 +9,7 @@
 //! event is made: a type id and its description in
 //! `tracer::trace_probe::registry` (what the printer and `ktrace report`
 //! look up), one [`TraceEventFile`] of the top-level trace array, and
-//! `events/GROUP/EVENT/{enable,format,id,filter,trigger}`. Those files work
+//! `events/GROUP/EVENT/{enable,format,id,filter,trigger,hist}`. Those files work
 //! as a declared event's do, through the same event-file code: enabling
 //! the event calls [`kprobe_event_reg`], which enables the probes' int3s.
 //!
@@ -888,7 +888,7 @@ static INSTANCES: Mutex<Vec<(Arc<TraceArray>, Dentry)>> = Mutex::new(Vec::new())
 
 /// Makes, in the directory `root` of `tr`, `events/GROUP/` (with the
 /// group's `enable` and `filter` if it is new) and
-/// `events/GROUP/EVENT/{enable,format,id,filter,trigger}` for `file`,
+/// `events/GROUP/EVENT/{enable,format,id,filter,trigger,hist}` for `file`,
 /// `tr`'s file of the event `call`; returns `events/GROUP`. On error
 /// nothing of it is left.
 fn create_event_dir(
@@ -918,7 +918,8 @@ fn create_event_dir(
         tracefs::create_show(&d, "format", move || call.format_file())?;
         tracefs::create_show(&d, "id", move || alloc::format!("{}\n", call.id))?;
         super::event_filter::create_event_filter_file_dyn(&d, file.clone())?;
-        super::trigger::create_trigger_file_dyn(&d, file)?;
+        super::trigger::create_trigger_file_dyn(&d, file.clone())?;
+        super::hist::create_hist_file_dyn(&d, file)?;
         Ok(())
     })();
     if let Err(e) = made {
