@@ -252,7 +252,15 @@ impl TraceKprobe {
 }
 
 /// Every probe definition, in the order written (Linux: the
-/// `dynamic_events` list). Taken after the event mutex.
+/// `dynamic_events` list).
+///
+/// Lock order: the event mutex, then this, then [`INSTANCES`] and an
+/// event's `inst` and `targets`. Trigger code runs under the event mutex
+/// and may take this one (an `enable_event` trigger switching a probe
+/// event on or off reaches [`kprobe_event_reg`]), so nothing that holds
+/// this one enters trigger code: a removal takes its event off the list
+/// under it and clears the event's files after dropping it
+/// ([`detach_one`], [`teardown`]).
 static DYN_EVENTS: Mutex<Vec<Arc<TraceKprobe>>> = Mutex::new(Vec::new());
 
 /// The kernel's symbols, for the parser.
@@ -1010,13 +1018,24 @@ fn unlink_event_dir(root: &Dentry, group_dir: &Dentry, call: &TraceEventCall, la
     }
 }
 
-/// Removes one definition (Linux: `unregister_trace_kprobe`): EBUSY while
-/// its event is enabled. The event goes with its last probe.
-fn remove_one(
-    guard: &MutexGuard<'static, ()>,
-    list: &mut Vec<Arc<TraceKprobe>>,
-    i: usize,
-) -> Result<(), Errno> {
+/// An event whose last probe [`detach_one`] took off [`DYN_EVENTS`]:
+/// its files and directories, which [`teardown`] removes once that lock
+/// is dropped.
+struct Detached {
+    ev: Arc<ProbeEventFile>,
+    /// Its files in the instances, taken from `ev.inst`.
+    inst: Vec<InstFile>,
+    /// No other definition has its group: `events/GROUP` goes too.
+    last_of_group: bool,
+}
+
+/// Takes definition `i` off the list and unregisters its probe (Linux:
+/// `unregister_trace_kprobe`): EBUSY, with nothing changed, while its
+/// event is enabled or held by a trigger (soft mode) in some array. If it
+/// was its event's last probe, the event is taken off too (out of every
+/// lookup: `kprobe_event_reg`, `init_instance`, `available_events`) and
+/// returned for [`teardown`].
+fn detach_one(list: &mut Vec<Arc<TraceKprobe>>, i: usize) -> Result<Option<Detached>, Errno> {
     let tk = list[i].clone();
     let Some(ev) = tk.event.get() else {
         return Err(Errno::EINVAL);
@@ -1026,67 +1045,95 @@ fn remove_one(
     }
     tk.unregister();
     list.remove(i);
-    let last = !list
+    if list
         .iter()
-        .any(|t| t.event.get().is_some_and(|e| Arc::ptr_eq(e, ev)));
-    if last {
-        let call = &ev.ev.call;
-        let group = call.system;
-        let last_of_group = !list.iter().any(|t| t.tp.group == group);
-        let inst = core::mem::take(&mut *ev.inst.lock());
-        let top = (ev.file, tracefs::root(), ev.group_dir.clone());
-        let dirs = inst
-            .iter()
-            .map(|i| (&*i.file, i.root.clone(), i.group_dir.clone()));
-        for (file, root, group_dir) in core::iter::once(top).chain(dirs) {
-            // Its triggers may hold other events soft-enabled. (Its filter
-            // stays with the file, which nothing uses any more; the file
-            // goes with its array.)
-            super::trigger::clear_file_triggers(guard, file);
-            file.tr().events.remove_dynamic(file);
-            unlink_event_dir(&root, &group_dir, call, last_of_group);
-            if file.flags() & flags::WAS_ENABLED != 0 {
-                file.tr().buffer.reset();
-            }
+        .any(|t| t.event.get().is_some_and(|e| Arc::ptr_eq(e, ev)))
+    {
+        return Ok(None);
+    }
+    let group = ev.ev.call.system;
+    let inst = core::mem::take(&mut *ev.inst.lock());
+    Ok(Some(Detached {
+        ev: ev.clone(),
+        inst,
+        last_of_group: !list.iter().any(|t| t.tp.group == group),
+    }))
+}
+
+/// Removes a detached event's files from their arrays and unlinks their
+/// directories, resetting the buffers that held its records (Linux:
+/// `trace_remove_event_call`). With the event mutex held and
+/// [`DYN_EVENTS`] not: clearing triggers may switch events off, which
+/// for a probe event takes that lock (`kprobe_event_reg`), so the trigger
+/// code is never entered under it (the order is event mutex, then
+/// `DYN_EVENTS`, then the locks of one event).
+fn teardown(guard: &MutexGuard<'static, ()>, d: Detached) {
+    let call = &d.ev.ev.call;
+    let top = (d.ev.file, tracefs::root(), d.ev.group_dir.clone());
+    let dirs = d
+        .inst
+        .iter()
+        .map(|i| (&*i.file, i.root.clone(), i.group_dir.clone()));
+    for (file, root, group_dir) in core::iter::once(top).chain(dirs) {
+        // Its triggers may hold other events soft-enabled. An event with
+        // triggers is in soft mode, so [`detach_one`] refused it: there
+        // are none unless a future trigger kind holds no soft reference.
+        // (Its filter stays with the file, which nothing uses any more;
+        // the file goes with its array.)
+        super::trigger::clear_file_triggers(guard, file);
+        file.tr().events.remove_dynamic(file);
+        unlink_event_dir(&root, &group_dir, call, d.last_of_group);
+        if file.flags() & flags::WAS_ENABLED != 0 {
+            file.tr().buffer.reset();
         }
     }
-    Ok(())
 }
 
 /// `-:[GROUP/]EVENT [SYM ARGS...]` (Linux: `dyn_event_release`): removes
 /// every matching definition; ENOENT if none matches, EBUSY (and stop) at
-/// one whose event is enabled.
+/// one whose event is enabled (those removed before it stay removed, as
+/// on Linux).
 fn delete_trace_kprobe(raw: &str) -> Result<(), Errno> {
     let spec = tp::parse_delete(raw)?;
     let guard = events::event_mutex();
-    let mut list = DYN_EVENTS.lock();
     let mut ret = Err(Errno::ENOENT);
-    let mut i = 0;
-    while i < list.len() {
-        if !spec.matches(&list[i].tp) {
-            i += 1;
-            continue;
+    loop {
+        let mut list = DYN_EVENTS.lock();
+        let Some(i) = list.iter().position(|t| spec.matches(&t.tp)) else {
+            return ret;
+        };
+        let detached = detach_one(&mut list, i)?;
+        drop(list);
+        if let Some(d) = detached {
+            teardown(&guard, d);
         }
-        ret = remove_one(&guard, &mut list, i);
-        if ret.is_err() {
-            break;
-        }
+        ret = Ok(());
     }
-    ret
 }
 
 /// Removes every definition, or none (EBUSY) if one's event is enabled
-/// (Linux: `dyn_events_release_all`, on `O_TRUNC`).
+/// (Linux: `dyn_events_release_all`, on `O_TRUNC`). Nothing can be enabled
+/// between the check and the removals: that needs the event mutex.
 fn release_all() -> Result<(), Errno> {
     let guard = events::event_mutex();
-    let mut list = DYN_EVENTS.lock();
-    if list.iter().any(|t| t.event.get().is_some_and(|e| e.busy())) {
+    if DYN_EVENTS
+        .lock()
+        .iter()
+        .any(|t| t.event.get().is_some_and(|e| e.busy()))
+    {
         return Err(Errno::EBUSY);
     }
-    while !list.is_empty() {
-        remove_one(&guard, &mut list, 0)?;
+    loop {
+        let mut list = DYN_EVENTS.lock();
+        if list.is_empty() {
+            return Ok(());
+        }
+        let detached = detach_one(&mut list, 0)?;
+        drop(list);
+        if let Some(d) = detached {
+            teardown(&guard, d);
+        }
     }
-    Ok(())
 }
 
 /// One line of a write (Linux: `create_or_delete_trace_kprobe`); with
