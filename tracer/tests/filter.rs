@@ -710,3 +710,38 @@ fn recset_basics() {
     r.remove(10_000);
     assert!(!r.contains(64) && r.contains(200));
 }
+
+#[test]
+fn contains_bytes_edges() {
+    assert!(contains_bytes(b"anything", b""));
+    assert!(contains_bytes(b"", b""));
+    assert!(!contains_bytes(b"", b"a"));
+    assert!(!contains_bytes(b"bench_lea", b"bench_leaf"));
+    assert!(contains_bytes(b"bench_leaf", b"bench_leaf"));
+    // Every position, across and at the ends of the 8-byte words.
+    let hay = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    for i in 0..hay.len() {
+        for j in i..=hay.len() {
+            assert!(contains_bytes(hay, &hay[i..j]), "{i}..{j}");
+        }
+    }
+    // A first byte that repeats, and bytes that borrow in the word trick.
+    assert!(contains_bytes(b"\x01\x00bbbbbbbbbbbbbbbbbc", b"bc"));
+    assert!(!contains_bytes(b"\x01\x00bbbbbbbbbbbbbbbbbb", b"bc"));
+    assert!(contains_bytes(
+        b"ktrace::shell::latency::scale_fn_17042::bench_leaf",
+        b"bench_leaf"
+    ));
+}
+
+proptest::proptest! {
+    #[test]
+    fn contains_bytes_agrees_with_std(
+        hay in proptest::collection::vec(proptest::sample::select(b"ab_\x00\x01\x80\xff".to_vec()), 0..40),
+        needle in proptest::collection::vec(proptest::sample::select(b"ab_\x00\x01\x80\xff".to_vec()), 0..5),
+    ) {
+        let want = hay.windows(needle.len().max(1)).any(|w| w == needle.as_slice())
+            || needle.is_empty();
+        proptest::prop_assert_eq!(contains_bytes(&hay, &needle), want);
+    }
+}
