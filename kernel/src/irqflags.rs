@@ -133,13 +133,13 @@ static IN_REPORT: [AtomicBool; percpu::MAX_CPUS] =
     [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
 
 /// The function-graph core's look-up of a hijacked return's real address
-/// (`fn(idx, ret, retp) -> real`, Linux: ftrace_graph_ret_addr), registered
+/// (`fn(ret, retp) -> real`, Linux: ftrace_graph_ret_addr), registered
 /// by tracing at boot ([`set_graph_ret_addr`]): 0 until then. A hook, so
 /// that this module, which the scheduler uses, never imports it.
 static GRAPH_RET_ADDR: AtomicUsize = AtomicUsize::new(0);
 
 /// Registers the function-graph core's look-up of real return addresses.
-pub fn set_graph_ret_addr(f: fn(&mut usize, u64, u64) -> u64) {
+pub fn set_graph_ret_addr(f: fn(u64, u64) -> u64) {
     GRAPH_RET_ADDR.store(f as usize, Ordering::Release);
 }
 
@@ -168,8 +168,8 @@ fn return_address_of(fp: u64) -> u64 {
         f => {
             // SAFETY: only set_graph_ret_addr stores here, always a valid
             // fn of this type.
-            let f = unsafe { core::mem::transmute::<usize, fn(&mut usize, u64, u64) -> u64>(f) };
-            f(&mut 0, ret, fp + 8)
+            let f = unsafe { core::mem::transmute::<usize, fn(u64, u64) -> u64>(f) };
+            f(ret, fp + 8)
         }
     }
 }

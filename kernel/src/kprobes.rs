@@ -717,8 +717,9 @@ pub fn stats() -> (u64, u64, usize, usize) {
 // Kretprobes (Linux: kernel/kprobes.c's kretprobe part, with rethook).
 //
 // A kretprobe is a kprobe at the function's entry whose pre-handler
-// hijacks the return address, through the shadow stack that function_graph
-// uses (trace::fgraph's rethook): the frame holds the kretprobe's cookie,
+// hijacks the return address, through the task's rethook stack (apart from
+// function_graph's shadow stack; trace::fgraph's rethook part): the frame
+// holds the kretprobe's cookie,
 // and when the function returns through `rethook_trampoline` (which saves
 // every register), [`kretprobe_return`] runs the handler with the return
 // value in `regs.rax` and the return address in `regs.rip`. The kprobe is
@@ -751,12 +752,12 @@ pub struct Kretprobe {
     /// default, max(10, 2 * CPUs). A call past it counts in `nmissed`.
     pub maxactive: u32,
     pub data: usize,
-    /// Calls whose return was not watched: maxactive reached, or the shadow
-    /// stack full.
+    /// Calls whose return was not watched: maxactive reached, or the
+    /// task's rethook stack full.
     pub nmissed: AtomicU64,
     /// Calls being watched now.
     nactive: AtomicU32,
-    /// The cookie in its shadow frames (0 while not registered).
+    /// The cookie in its rethook frames (0 while not registered).
     cookie: AtomicU64,
     kp: Mutex<Option<Arc<Kprobe>>>,
 }

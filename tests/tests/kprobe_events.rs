@@ -737,8 +737,10 @@ print fmt: \"(%lx <- %lx) arg1=0x%Lx\", REC->__probe_func, REC->__probe_ret_ip, 
         })
         .count();
     assert_eq!(calls, 3, "{trace}");
-    // Indented as without the return probe (whose frames share the
-    // shadow stack): the recursion's depths 0, 1, 2.
+    // Indented as without the return probe (whose frames are on the
+    // task's rethook stack, not the graph's): the recursion's depths 0,
+    // 1, 2. Both hijack each call's return slot: the return goes through
+    // the kretprobe's trampoline, then function_graph's.
     assert_eq!(graph_indents(&trace, STACK_FN), [0, 1, 2], "{trace}");
     let rets: Vec<u64> = trace
         .lines()
@@ -750,6 +752,7 @@ print fmt: \"(%lx <- %lx) arg1=0x%Lx\", REC->__probe_func, REC->__probe_ret_ip, 
         [stack_sum(2, 2), stack_sum(1, 2), stack_sum(0, 2)],
         "{trace}"
     );
+
     assert_eq!(k.run(&format!("echo nop > {T}/current_tracer")), "");
     assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
     assert_eq!(echo(&mut k, "0", "events/kprobes/myret/enable"), "");

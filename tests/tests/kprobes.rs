@@ -258,7 +258,7 @@ fn kprobes(mode: &str) {
 
     // Return probes: the values each call returned, alone and with
     // function_graph tracing the same function (both hijack its return
-    // address on the task's shadow stack).
+    // address, each with a frame on its own stack of the task).
     // The entry is reached through ftrace where the function has a
     // function-tracing site (its first instruction in the fentry build,
     // after the prologue in the mcount build, where the return address is
@@ -294,8 +294,8 @@ fn kprobes(mode: &str) {
         .filter(|l| l.trim_end().ends_with(&format!("{rust}();")))
         .count();
     assert_eq!(calls, 9, "{mode}: function_graph's lines:\n{trace}");
-    // Each at depth 0, as without the kretprobe (whose frames share the
-    // shadow stack but are not graph calls).
+    // Each at depth 0, as without the kretprobe (whose frames are on the
+    // task's rethook stack).
     assert!(
         trace
             .lines()

@@ -20,6 +20,8 @@
 //!   The return checks it (Linux's frame-pointer test, [`ShadowStack::top`])
 //!   and unwinders use it to translate `return_to_handler` back
 //!   ([`ShadowStack::ret_addr`]).
+//! - A frame's index is its call's graph depth: only function_graph's
+//!   calls are on this stack.
 //!
 //! - Without the `sleep-time` option, a duration leaves out the time the
 //!   task was scheduled out: the scheduler switch stamps the task it
@@ -27,13 +29,16 @@
 //!   moves the calltime of every frame in use forward by the time it was
 //!   away ([`ShadowStack::sched_in`]; Linux: ftrace_graph_probe_sched_switch).
 //!
-//! - Kretprobes hijack returns through the same stack (the kernel's
-//!   rethook: [`ShadowStack::push_rethook`], [`ShadowStack::release_rethook`]),
-//!   but their frames are not calls the graph tracer sees: the depth it
-//!   prints and `max_graph_depth` tests is a frame's index less the
-//!   rethook frames below it ([`ShadowStack::fgraph_depth`]), so a
-//!   kretprobe on a function does not change the graph's indentation (as
-//!   on Linux, where rethook has its own stack).
+//! Two stacks. Kretprobes hijack returns too, through a task's second
+//! stack, the rethook stack of rethook.rs (Linux: kernel/trace/rethook.c's
+//! per-task `current->rethooks`), and their own trampoline,
+//! `rethook_trampoline`. A slot both hijack holds the last hijacker's
+//! trampoline, whose frame's `ret` is the other's trampoline: the return
+//! goes through both, each popping its own stack. An unwinder translates
+//! a trampoline in the stack it belongs to, and again if the result is
+//! the other trampoline (rethook.rs's `unwind_ret_addr`; Linux's x86
+//! unwinder: `ftrace_graph_ret_addr`, then `rethook_find_ret_addr`). This
+//! module does not use that one: the rethook stack is built on it.
 //!
 //! Only the task that owns a stack (and interrupts nesting on its CPU) use
 //! it, and the scheduler while the task is not running; the kernel embeds
@@ -87,9 +92,6 @@ pub struct ShadowStack {
     curr: AtomicUsize,
     /// Calls not hijacked because the stack was full (Linux: trace_overrun).
     overrun: AtomicU32,
-    /// Rethook (kretprobe) frames in use: all below any graph frame pushed
-    /// after them.
-    nr_rethook: AtomicUsize,
     /// [`task_bits`].
     pub bits: AtomicU32,
     /// Depth of the set_graph_function function that set GRAPH
@@ -130,7 +132,6 @@ impl ShadowStack {
             ),
             curr: AtomicUsize::new(0),
             overrun: AtomicU32::new(0),
-            nr_rethook: AtomicUsize::new(0),
             bits: AtomicU32::new(0),
             graph_depth: AtomicI32::new(-1),
             ftrace_timestamp: AtomicU64::new(0),
@@ -191,43 +192,6 @@ impl ShadowStack {
     #[inline(always)]
     pub fn depth(&self) -> usize {
         self.curr.load(Ordering::Relaxed)
-    }
-
-    /// The graph depth of frame `idx`, pushed by [`ShadowStack::push`]:
-    /// its index less the rethook frames below it. At the frame's push and
-    /// at its return (when it is the top frame) those are all the rethook
-    /// frames in use.
-    #[inline(always)]
-    pub fn fgraph_depth(&self, idx: usize) -> usize {
-        // Never below 0: a rethook frame is counted only once reserved, and
-        // uncounted before it is released; so below SHADOW_STACK_DEPTH, as
-        // `idx` is, and the modulo (a mask) changes nothing but tells the
-        // compiler so (the graph tracer's `depth >= 0` test then goes).
-        idx.wrapping_sub(self.nr_rethook.load(Ordering::Relaxed)) % SHADOW_STACK_DEPTH
-    }
-
-    /// Pushes a rethook (kretprobe) frame: [`ShadowStack::push`] with no
-    /// clock, counted apart so that the graph depths above leave it out.
-    /// Its index, or None (an overrun) if the stack is full.
-    #[inline(always)]
-    pub fn push_rethook(&self, ret: u64, cookie: u64, retp: u64) -> Option<usize> {
-        let (idx, _) = self.push(ret, cookie, retp, || 0)?;
-        // Counted once reserved: an interrupt in between sees the frame
-        // but not the count (a graph depth one too high), never the count
-        // without the frame (an underflow).
-        let n = self.nr_rethook.load(Ordering::Relaxed);
-        self.nr_rethook.store(n + 1, Ordering::Relaxed);
-        Some(idx)
-    }
-
-    /// Releases rethook frame `idx` (from [`ShadowStack::top`]).
-    #[inline(always)]
-    pub fn release_rethook(&self, idx: usize) {
-        let n = self.nr_rethook.load(Ordering::Relaxed);
-        self.nr_rethook
-            .store(n.saturating_sub(1), Ordering::Relaxed);
-        compiler_fence(Ordering::SeqCst);
-        self.release(idx);
     }
 
     /// Calls refused because the stack was full.
@@ -325,36 +289,51 @@ impl ShadowStack {
         self.curr.store(idx, Ordering::Relaxed);
         if idx == 0 {
             self.bits.store(0, Ordering::Relaxed);
-            self.nr_rethook.store(0, Ordering::Relaxed);
         }
     }
 
     /// The real return address for a stack slot `retp` that holds `ret`:
-    /// `ret` itself unless it is one of `handlers` (`return_to_handler`,
-    /// the kretprobes' `rethook_trampoline`), in which case this stack says
-    /// what it replaced (Linux: ftrace_graph_ret_addr). `idx` keeps the
-    /// search position between the frames of one unwind (0 to start);
-    /// after a tail call, or a slot hijacked by both trampolines, several
-    /// frames share a slot, and the deepest real address wins.
-    pub fn ret_addr(&self, idx: &mut usize, ret: u64, retp: u64, handlers: &[u64]) -> u64 {
-        if !handlers.contains(&ret) {
+    /// `ret` itself unless it is `handler` (`return_to_handler`), in which
+    /// case this stack says what it replaced (Linux: ftrace_graph_ret_addr),
+    /// which may be the kretprobes' trampoline (see rethook.rs's
+    /// `unwind_ret_addr`).
+    /// `idx` keeps the search position between the frames of one unwind
+    /// (0 to start); after a tail call several frames share a slot, and
+    /// the deepest one that is not `handler` wins.
+    pub fn ret_addr(&self, idx: &mut usize, ret: u64, retp: u64, handler: u64) -> u64 {
+        if ret != handler {
             return ret;
         }
-        let mut i = if *idx == 0 {
-            self.depth().min(SHADOW_STACK_DEPTH)
-        } else {
-            *idx
-        };
-        while i > 0 {
-            i -= 1;
-            let Some(f) = self.frame(i) else { break };
-            if f.retp == retp && !handlers.contains(&f.ret) {
-                *idx = i;
-                return f.ret;
-            }
-        }
-        ret
+        find_ret_addr(idx, self.depth(), SHADOW_STACK_DEPTH, retp, handler, |i| {
+            self.frame(i).map(|f| (f.retp, f.ret))
+        })
+        .unwrap_or(ret)
     }
+}
+
+/// The search of [`ShadowStack::ret_addr`] and of the rethook stack's
+/// `ret_addr` (rethook.rs) in a
+/// stack of `depth` frames (at most `max`), `frame(i)` giving frame `i`'s
+/// `(retp, ret)`: from `*idx` (0: the top) down, the first frame for slot
+/// `retp` whose `ret` is not `handler`; `*idx` becomes its index.
+pub(crate) fn find_ret_addr(
+    idx: &mut usize,
+    depth: usize,
+    max: usize,
+    retp: u64,
+    handler: u64,
+    frame: impl Fn(usize) -> Option<(u64, u64)>,
+) -> Option<u64> {
+    let mut i = if *idx == 0 { depth.min(max) } else { *idx };
+    while i > 0 {
+        i -= 1;
+        let (f_retp, f_ret) = frame(i)?;
+        if f_retp == retp && f_ret != handler {
+            *idx = i;
+            return Some(f_ret);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -498,71 +477,16 @@ mod tests {
         push(&rs, 0xbbbb, 0x0f00, 1).unwrap();
         let mut idx = 0;
         // A return address that is not the handler is the real one.
-        assert_eq!(rs.ret_addr(&mut idx, 0x1234, 0x0e00, &[HANDLER]), 0x1234);
+        assert_eq!(rs.ret_addr(&mut idx, 0x1234, 0x0e00, HANDLER), 0x1234);
         assert_eq!(idx, 0);
         // Unwinding from the innermost frame outwards.
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x0f00, &[HANDLER]), 0xbbbb);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x0f00, HANDLER), 0xbbbb);
         assert_eq!(idx, 1);
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, &[HANDLER]), 0xaaaa);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, HANDLER), 0xaaaa);
         assert_eq!(idx, 0);
         // A slot no frame hijacked stays the handler.
         let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x2000, &[HANDLER]), HANDLER);
-    }
-
-    #[test]
-    fn rethook_frames_do_not_count_in_the_graph_depth() {
-        let rs = ShadowStack::new();
-        // A graph frame, a kretprobe's frame on the next call, then that
-        // call's graph frame and a callee's: depths 0, 1, 2.
-        assert_eq!(push(&rs, 0x10, 0x1000, 1), Some((0, 1)));
-        assert_eq!(rs.fgraph_depth(0), 0);
-        assert_eq!(rs.push_rethook(0x20, 5, 0x0f00), Some(1));
-        assert_eq!(push(&rs, 0x7000, 0x0f00, 2), Some((2, 2)));
-        assert_eq!(rs.fgraph_depth(2), 1);
-        assert_eq!(push(&rs, 0x30, 0x0e00, 3), Some((3, 3)));
-        assert_eq!(rs.fgraph_depth(3), 2);
-        // The returns: the same depths as at the pushes.
-        let (i, _) = rs.top(0x0e00).unwrap();
-        assert_eq!(rs.fgraph_depth(i), 2);
-        rs.release(i);
-        let (i, _) = rs.top(0x0f00).unwrap();
-        assert_eq!((i, rs.fgraph_depth(i)), (2, 1));
-        rs.release(i);
-        let (i, f) = rs.top(0x0f00).unwrap();
-        assert_eq!((i, f.ret, f.func), (1, 0x20, 5));
-        rs.release_rethook(i);
-        // Gone: a new call at index 1 has depth 1 again.
-        assert_eq!(push(&rs, 0x40, 0x0f00, 4), Some((1, 4)));
-        assert_eq!(rs.fgraph_depth(1), 1);
-        rs.release(1);
-        rs.release(0);
-        // A kretprobe frame at the bottom: the graph frame above is depth 0;
-        // an emptied stack forgets the count.
-        assert_eq!(rs.push_rethook(0x20, 5, 0x1000), Some(0));
-        assert_eq!(push(&rs, 0x7000, 0x1000, 5), Some((1, 5)));
-        assert_eq!(rs.fgraph_depth(1), 0);
-        rs.release(1);
-        rs.release(0);
-        assert_eq!(push(&rs, 0x50, 0x1000, 6), Some((0, 6)));
-        assert_eq!(rs.fgraph_depth(0), 0);
-    }
-
-    #[test]
-    fn ret_addr_through_both_trampolines() {
-        // function_graph hijacked slot 0x1000 first, then a kretprobe: the
-        // slot holds the kretprobe's trampoline, its frame's `ret` the
-        // graph's handler; the real address is the graph frame's.
-        const RETHOOK: u64 = 0xffff_ffff_8000_2000;
-        let rs = ShadowStack::new();
-        push(&rs, 0xaaaa, 0x1000, 1).unwrap();
-        rs.push(HANDLER, 5, 0x1000, || 0).unwrap();
-        let both = [HANDLER, RETHOOK];
-        let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, RETHOOK, 0x1000, &both), 0xaaaa);
-        // Knowing only the graph's handler, the kretprobe's is left as is.
-        let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, RETHOOK, 0x1000, &[HANDLER]), RETHOOK);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x2000, HANDLER), HANDLER);
     }
 
     #[test]
@@ -573,7 +497,7 @@ mod tests {
         push(&rs, 0xaaaa, 0x1000, 1).unwrap();
         push(&rs, HANDLER, 0x1000, 1).unwrap();
         let mut idx = 0;
-        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, &[HANDLER]), 0xaaaa);
+        assert_eq!(rs.ret_addr(&mut idx, HANDLER, 0x1000, HANDLER), 0xaaaa);
         assert_eq!(idx, 0);
     }
 }

@@ -47,6 +47,7 @@ pub mod output;
 #[forbid(unsafe_code)]
 pub mod printk;
 pub mod repeats;
+pub mod rethook;
 pub mod ring_buffer;
 #[forbid(unsafe_code)]
 pub mod snapshot;

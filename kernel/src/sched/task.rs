@@ -6,6 +6,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering}
 
 use spin::Mutex;
 use tracer::fgraph::ShadowStack;
+use tracer::rethook::RethookStack;
 use tracer::trace_events::TaskInfo;
 
 pub type Pid = u32;
@@ -129,6 +130,11 @@ pub struct Task {
     /// `tracer` library's (tracer/src/fgraph.rs), and kernel/src/trace/fgraph.rs
     /// and the unwinder use it.
     pub ret_stack: ShadowStack,
+    /// The kretprobes' hijacked returns in progress on this task's stack
+    /// (Linux: task_struct's `rethooks`), apart from `ret_stack` so that a
+    /// graph frame's index stays its depth: tracer/src/rethook.rs, used by
+    /// kernel/src/trace/fgraph.rs's rethook part and the unwinder.
+    pub rethooks: RethookStack,
 }
 
 // SAFETY: `saved_sp` is only accessed by the CPU that switches the task in or
@@ -180,6 +186,7 @@ impl Task {
             _stack: stack,
             entry: Mutex::new(entry),
             ret_stack: ShadowStack::new(),
+            rethooks: RethookStack::new(),
         }
     }
 

@@ -18,6 +18,16 @@
 //! - Each frame records `retp`, the address of the stack slot it hijacked.
 //!   The return checks it (Linux's frame-pointer test) and unwinders use it
 //!   to translate `return_to_handler` back ([`ftrace_graph_ret_addr`]).
+//! - A frame's index on the stack is its call's depth, as the graph prints
+//!   it and `max_graph_depth` tests it.
+//! - Two stacks per task, as on Linux: kretprobes hijack returns too (the
+//!   rethook part below, Linux: kernel/trace/rethook.c), with their frames
+//!   on the task's rethook stack (`Task::rethooks`, a
+//!   `tracer::rethook::RethookStack`) and their own trampoline,
+//!   `rethook_trampoline`. A slot both hijack returns through both
+//!   trampolines, the last hijacker's first, each popping its own stack;
+//!   [`ftrace_graph_ret_addr`] looks each trampoline up in its own stack,
+//!   again if the answer is the other trampoline.
 //! - One user at a time plugs in with [`register_ftrace_graph`] (a second
 //!   gets EBUSY, as in Linux 6.1): the function_graph tracer, a latency
 //!   tracer with `display-graph`, or the function profiler. Its
@@ -54,6 +64,7 @@ use crate::events::sched::{register_trace_sched_switch, unregister_trace_sched_s
 use crate::fs::Errno;
 use crate::sched::Task;
 pub use tracer::fgraph::{task_bits, FgraphFrame, ShadowStack, SHADOW_STACK_DEPTH};
+pub use tracer::rethook::RetAddrCursor;
 use tracer::trace_events::TaskInfo;
 
 /// What the entry callback sees (Linux: struct ftrace_graph_ent).
@@ -341,7 +352,7 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
     };
     let trace = FtraceGraphEnt {
         func,
-        depth: rs.fgraph_depth(idx) as i32,
+        depth: idx as i32,
         calltime,
     };
     if (ops.entryfunc)(&trace, rs) {
@@ -354,18 +365,16 @@ pub fn function_graph_enter(ret: u64, func: u64, retp: u64, ops: &FgraphOps) -> 
 
 // ---------------------------------------------------------------------------
 // Rethook: returns hijacked for kretprobes (Linux: kernel/trace/rethook.c),
-// on the same shadow stack. Their frames hold, instead of a function's
-// address, a cookie below the kernel half of the address space (and are
-// left out of the graph depth: `ShadowStack::fgraph_depth`), and their
-// slot holds `rethook_trampoline` (arch), not `return_to_handler`: the
-// function returns there, which saves every register and calls
-// [`rethook_trampoline_handler`]. A slot hijacked by both function_graph
-// and a kretprobe returns through the two trampolines in turn, the last
-// hijacker's first, each popping its own frame (the top one); the graph
-// tracer's return path never meets a rethook frame.
-
-/// A frame's `func` below this is a rethook's cookie.
-pub const RETHOOK_COOKIE_LIMIT: u64 = 0xffff_8000_0000_0000;
+// on the task's own stack of them (`Task::rethooks`, a
+// `tracer::rethook::RethookStack`, host-tested there), apart from the
+// shadow stack so that a graph frame's index stays its depth. A frame
+// holds the kretprobe's cookie; the slot holds `rethook_trampoline`
+// (arch), not `return_to_handler`: the function returns there, which
+// saves every register and calls [`rethook_trampoline_handler`]. A slot
+// hijacked by both function_graph and a kretprobe returns through the two
+// trampolines in turn, the last hijacker's first, each popping the top
+// frame of its own stack and going on to the address that frame saved:
+// the other trampoline, then the real caller.
 
 /// `fn(cookie, regs)`, run when a rethook frame returns.
 static RETHOOK_HANDLER: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
@@ -377,10 +386,10 @@ pub fn set_rethook_handler(handler: fn(u64, &mut PtRegs)) {
     RETHOOK_HANDLER.store(handler as usize, Ordering::Release);
 }
 
-/// Hijacks the return address in `*slot` for `cookie` (< [`RETHOOK_COOKIE_LIMIT`]):
-/// pushes a frame on the running task's shadow stack and writes
-/// `rethook_trampoline` into the slot (Linux: rethook_hook). False if there
-/// is no task, the stack is full or the graph is dead.
+/// Hijacks the return address in `*slot` for `cookie`: pushes a frame on
+/// the running task's rethook stack and writes `rethook_trampoline` into
+/// the slot (Linux: rethook_hook). False if there is no task, the stack is
+/// full or the graph is dead (a corrupted stack was met).
 ///
 /// # Safety
 /// `slot` must hold the return address of a function stopped at its first
@@ -388,7 +397,7 @@ pub fn set_rethook_handler(handler: fn(u64, &mut PtRegs)) {
 /// stack.
 #[inline]
 pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
-    if ftrace_graph_is_dead() || !valid_return_slot(slot as u64) || cookie >= RETHOOK_COOKIE_LIMIT {
+    if ftrace_graph_is_dead() || !valid_return_slot(slot as u64) {
         return false;
     }
     let Some(task) = crate::sched::current() else {
@@ -397,11 +406,7 @@ pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
     // SAFETY: the caller's contract: the slot holds the return address of a
     // function at its entry, on the running task's stack.
     let ret = unsafe { slot.read() };
-    if task
-        .ret_stack
-        .push_rethook(ret, cookie, slot as u64)
-        .is_none()
-    {
+    if task.rethooks.push(ret, cookie, slot as u64).is_none() {
         return false;
     }
     // SAFETY: as above.
@@ -415,30 +420,47 @@ pub unsafe fn rethook_hijack(cookie: u64, slot: *mut u64) -> bool {
 /// `regs.rip` = the real return address and `regs.rsp` = the stack
 /// pointer after the return, pops the frame and gives back the real
 /// return address (Linux: `arch_rethook_trampoline_callback` and
-/// `rethook_trampoline_handler`).
+/// `rethook_trampoline_handler`). The top frame of the task's rethook
+/// stack must be for this slot (a LIFO check, as the graph's).
 #[no_mangle]
 pub extern "C" fn rethook_trampoline_handler(regs: &mut PtRegs) -> u64 {
     let retp = regs as *const PtRegs as u64 + core::mem::size_of::<PtRegs>() as u64;
     let task = crate::sched::current();
-    let (idx, frame) = top_frame(task.as_deref(), retp);
+    let top = match task.as_deref() {
+        Some(t) => t.rethooks.top(retp),
+        None => Err(tracer::fgraph::BadFrame {
+            depth: 0,
+            top_retp: 0,
+            top_func: 0,
+        }),
+    };
+    let (idx, frame) = match top {
+        Ok(top) => top,
+        Err(bad) => bad_rethook_frame(retp, bad),
+    };
     regs.rip = frame.ret;
     regs.rsp = retp + 8;
     regs.cs = u64::from(crate::arch::gdt::KERNEL_CS.0);
-    let rs = &task.as_ref().expect("checked above").ret_stack;
-    if frame.func >= RETHOOK_COOKIE_LIMIT {
-        // Not a rethook frame (cannot happen: only rethook_hijack writes
-        // this trampoline into a slot).
-        rs.release(idx);
-        return frame.ret;
-    }
     let h = RETHOOK_HANDLER.load(Ordering::Acquire);
     if h != 0 {
         // SAFETY: only set_rethook_handler stores here, a fn of this type.
         let h: fn(u64, &mut PtRegs) = unsafe { core::mem::transmute(h) };
-        h(frame.func, regs);
+        h(frame.cookie, regs);
     }
-    rs.release_rethook(idx);
+    task.as_ref().expect("checked above").rethooks.release(idx);
     frame.ret
+}
+
+/// A kretprobe's return through slot `retp` that the rethook stack's top
+/// frame is not for: nowhere safe to return to (Linux's rethook WARNs and
+/// returns to a bogus address; the graph's check panics, as here).
+#[cold]
+fn bad_rethook_frame(retp: u64, bad: tracer::fgraph::BadFrame) -> ! {
+    ftrace_graph_stop();
+    panic!(
+        "rethook: bad frame: return through slot {:#x}, rethook stack depth {}, top slot {:#x} (cookie {:#x})",
+        retp, bad.depth, bad.top_retp, bad.top_func
+    );
 }
 
 /// The top frame of `task`'s shadow stack, which must be for slot `retp`,
@@ -542,7 +564,7 @@ fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     if let Some(ops) = ops {
         let trace = FtraceGraphRet {
             func: frame.func,
-            depth: rs.fgraph_depth(idx) as i32,
+            depth: idx as i32,
             overrun: rs.overrun(),
             calltime: frame.calltime,
             rettime,
@@ -555,14 +577,28 @@ fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
 }
 
 /// The real return address for a stack slot `retp` that holds `ret`, from
-/// the running task's shadow stack (Linux: ftrace_graph_ret_addr; see
-/// `ShadowStack::ret_addr`). `idx` keeps the search position between the
-/// frames of one unwind (0 to start).
-pub fn ftrace_graph_ret_addr(idx: &mut usize, ret: u64, retp: u64) -> u64 {
+/// the running task's two stacks: `return_to_handler` from the shadow
+/// stack, `rethook_trampoline` from the rethook stack, and again if that
+/// gives the other trampoline (Linux: ftrace_graph_ret_addr and
+/// rethook_find_ret_addr; see `tracer::rethook::unwind_ret_addr`). `cur`
+/// keeps the search positions between the frames of one unwind.
+pub fn ftrace_graph_ret_addr(cur: &mut RetAddrCursor, ret: u64, retp: u64) -> u64 {
     match crate::sched::current() {
-        Some(task) => task
-            .ret_stack
-            .ret_addr(idx, ret, retp, &return_trampolines()),
+        Some(task) => tracer::rethook::unwind_ret_addr(
+            &task.ret_stack,
+            &task.rethooks,
+            cur,
+            ret,
+            retp,
+            return_trampolines(),
+        ),
         None => ret,
     }
+}
+
+/// [`ftrace_graph_ret_addr`] for one slot, outside an unwind: the real
+/// caller a traced function returns to (the function tracer's parent,
+/// the stack tracer's and the irqs-off sections' callers).
+pub fn ftrace_ret_addr_of(ret: u64, retp: u64) -> u64 {
+    ftrace_graph_ret_addr(&mut RetAddrCursor::default(), ret, retp)
 }

@@ -256,7 +256,7 @@ fn function_trace_record_slow(tr: &TraceArray, ip: u64, parent_slot: *mut u64) {
     // report the real caller (Linux: ftrace_graph_ret_addr in
     // function_trace_call).
     if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
-        parent_ip = super::fgraph::ftrace_graph_ret_addr(&mut 0, parent_ip, parent_slot as u64);
+        parent_ip = super::fgraph::ftrace_ret_addr_of(parent_ip, parent_slot as u64);
     }
     let slow = f.slow.load(Ordering::Relaxed);
     if slow & FUNC_NO_REPEATS != 0 {

@@ -127,7 +127,7 @@ fn register_sched_hooks() {
     );
     let tick = crate::sched::SCHED_TICK.register(trace::trace_wakeup_tick);
     // A latency section's caller hijacked by a function-graph user.
-    crate::irqflags::set_graph_ret_addr(fgraph::ftrace_graph_ret_addr);
+    crate::irqflags::set_graph_ret_addr(fgraph::ftrace_ret_addr_of);
     if let Err(e) = fork.and(tick) {
         println!("trace: cannot register the scheduler hooks: {e:?}");
     }

@@ -32,7 +32,7 @@
 //!
 //! A return probe (`r[MAXACTIVE]`, or `SYM%return`) is a kretprobe
 //! (`crate::kprobes::Kretprobe`: the return address hijacked through
-//! function_graph's shadow stack) whose handler, [`kretprobe_dispatcher`],
+//! the task's rethook stack) whose handler, [`kretprobe_dispatcher`],
 //! runs when the function returns and writes `__probe_func` (the
 //! function), `__probe_ret_ip` (where it returns to) and the arguments,
 //! `$retval` being `rax` (Linux: `kretprobe_dispatcher` and

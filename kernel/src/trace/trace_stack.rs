@@ -113,7 +113,7 @@ fn check_stack(ip: u64, sp: u64, parent_slot: *mut u64) {
         let ret = unsafe { *parent_slot };
         (
             ret,
-            super::fgraph::ftrace_graph_ret_addr(&mut 0, ret, parent_slot as u64),
+            super::fgraph::ftrace_ret_addr_of(ret, parent_slot as u64),
         )
     });
     crate::irqflags::without_interrupts(|| {

@@ -114,7 +114,8 @@ pub fn rethook_trampoline_addr() -> u64 {
     rethook_trampoline as *const () as u64
 }
 
-/// The addresses a hijacked return address is replaced by, for unwinders.
+/// The addresses a hijacked return address is replaced by, for unwinders:
+/// function_graph's, then the kretprobes'.
 #[inline(always)]
 pub fn return_trampolines() -> [u64; 2] {
     [return_to_handler_addr(), rethook_trampoline_addr()]

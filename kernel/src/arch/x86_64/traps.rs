@@ -183,9 +183,11 @@ pub fn die(name: &str, regs: &PtRegs) -> ! {
 
 /// Walks the frame-pointer chain from `rbp` and prints each return address
 /// (Linux: show_trace_log_lvl with the frame-pointer unwinder). A return
-/// address that function_graph replaced by `return_to_handler` is printed
-/// as Linux does: the handler as an unreliable `?` hint, then the real
-/// caller from the task's shadow stack (ftrace_graph_ret_addr).
+/// address that function_graph replaced by `return_to_handler`, or a
+/// kretprobe by `rethook_trampoline`, is printed as Linux does: the
+/// trampoline as an unreliable `?` hint, then the real caller from the
+/// task's shadow stack or rethook stack (ftrace_graph_ret_addr,
+/// rethook_find_ret_addr).
 pub fn print_backtrace(rbp: u64) {
     crate::println!("Call Trace:");
     walk_frames(rbp, 32, |ret, real| {
@@ -202,12 +204,13 @@ pub fn print_backtrace(rbp: u64) {
 
 /// Walks at most `max` frames of the frame-pointer chain from `rbp`, calling
 /// `f(ret, real)` for each return address: `real` is `ret` unless
-/// function_graph replaced it with `return_to_handler`, then it is the
-/// caller's real address. Stops at a frame pointer that is not a mapped,
+/// function_graph or a kretprobe replaced it with its trampoline, then it
+/// is the caller's real address (from the task's two stacks:
+/// `tracer::rethook::unwind_ret_addr`). Stops at a frame pointer that is not a mapped,
 /// aligned kernel address, or that does not go up the stack, so a corrupt
 /// chain cannot fault (Linux: the frame-pointer unwinder).
 pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
-    let mut graph_idx = 0;
+    let mut cur = tracer::rethook::RetAddrCursor::default();
     let task = crate::sched::current();
     let handlers = super::fgraph::return_trampolines();
     for _ in 0..max {
@@ -226,8 +229,14 @@ pub fn walk_frames(mut rbp: u64, max: usize, mut f: impl FnMut(u64, u64)) {
         f(
             ret,
             task.as_ref().map_or(ret, |t| {
-                t.ret_stack
-                    .ret_addr(&mut graph_idx, ret, rbp + 8, &handlers)
+                tracer::rethook::unwind_ret_addr(
+                    &t.ret_stack,
+                    &t.rethooks,
+                    &mut cur,
+                    ret,
+                    rbp + 8,
+                    handlers,
+                )
             }),
         );
         if next <= rbp {
