@@ -133,7 +133,8 @@ static IN_REPORT: [AtomicBool; percpu::MAX_CPUS] =
     [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
 
 /// The function-graph core's look-up of a hijacked return's real address
-/// (`fn(ret, retp) -> real`, Linux: ftrace_graph_ret_addr), registered
+/// (`fn(ret, retp) -> real`, Linux: ftrace_graph_ret_addr and
+/// rethook_find_ret_addr), registered
 /// by tracing at boot ([`set_graph_ret_addr`]): 0 until then. A hook, so
 /// that this module, which the scheduler uses, never imports it.
 static GRAPH_RET_ADDR: AtomicUsize = AtomicUsize::new(0);
@@ -147,9 +148,10 @@ pub fn set_graph_ret_addr(f: fn(u64, u64) -> u64) {
 /// (Linux: `CALLER_ADDR1` seen from the reporting function), 0 if there
 /// is none. If a function-graph user (function_graph, the profiler,
 /// display-graph) hijacked that return, the slot holds
-/// `return_to_handler`: the real caller comes from the task's shadow
-/// stack, as the unwinder and the function tracer find it, so a section
-/// never "starts at" `return_to_handler`.
+/// `return_to_handler`, if a kretprobe did, `rethook_trampoline`: the real
+/// caller comes from the task's shadow stack or rethook stack, as the
+/// unwinder and the function tracer find it, so a section never "starts
+/// at" a trampoline.
 #[inline(always)]
 fn return_address_of(fp: u64) -> u64 {
     if fp == 0 || !fp.is_multiple_of(8) {
@@ -160,7 +162,7 @@ fn return_address_of(fp: u64) -> u64 {
     // stack; its second word is that function's return address. A task's
     // first frame has a zero rbp, checked above.
     let ret = unsafe { core::ptr::read_volatile((fp + 8) as *const u64) };
-    if ret != crate::arch::fgraph::return_to_handler_addr() {
+    if !crate::arch::fgraph::is_return_trampoline(ret) {
         return ret;
     }
     match GRAPH_RET_ADDR.load(Ordering::Acquire) {

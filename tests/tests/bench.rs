@@ -212,7 +212,7 @@ fn check(mode: &str) {
     // tracepoint, and no dearer than a recorded function event. The second
     // bound holds in the fentry build since the tracepoint's call site
     // became one call of the published function (154 against 155); the
-    // mcount build misses it (148 against 144: the probe's mcount call
+    // mcount build misses it (148 against 146: the probe's mcount call
     // keeps its five arguments in saved registers, BENCHMARKS.md "One
     // recorded sched_switch"), so there the gap is printed and the event's
     // own figure stays guarded by its baseline row.

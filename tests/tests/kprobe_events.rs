@@ -16,6 +16,11 @@ const T: &str = "/tracing";
 /// `work stack N` calls this N + 1 times: (N, 0), (N - 1, 1) ... (0, N),
 /// its third argument a slice of 65 words (ptr, len).
 const STACK_FN: &str = "kernel::shell::work::work_stack_recurse";
+/// `calltree 1` calls this with n = 2, 1, 0; the n = 0 call ends in a
+/// tail call of `LEAF_FN` (`jmp`, checked by return_probes' function
+/// tracer part).
+const CHAIN_FN: &str = "kernel::shell::work::calltree_chain";
+const LEAF_FN: &str = "kernel::shell::work::calltree_leaf";
 /// `work files N` calls this twice per file, first argument the path
 /// `/tmp/work-CPU-I`.
 const FILES_FN: &str = "kernel::shell::work::files_write";
@@ -753,9 +758,67 @@ print fmt: \"(%lx <- %lx) arg1=0x%Lx\", REC->__probe_func, REC->__probe_ret_ip, 
         "{trace}"
     );
 
+    // A return probe on a function that tail-calls a traced one:
+    // calltree_chain(0, x) ends in `jmp calltree_leaf`, so the leaf's
+    // return address is the chain's, which the kretprobe replaced by
+    // `rethook_trampoline`. The function tracer prints the real caller
+    // (the chain one level up), on its fast path and, with
+    // func_stack_trace, on its slow path, whose stack traces go through
+    // the hijacked slots too.
+    assert_eq!(echo(&mut k, "0", "events/kprobes/myret/enable"), "");
+    assert_eq!(
+        echo(&mut k, &format!("r:ch {CHAIN_FN}"), "kprobe_events"),
+        ""
+    );
+    assert_eq!(echo(&mut k, "1", "events/kprobes/ch/enable"), "");
+    assert_eq!(
+        k.run(&format!("echo {LEAF_FN} > {T}/set_ftrace_filter")),
+        ""
+    );
+    assert_eq!(k.run(&format!("echo function > {T}/current_tracer")), "");
+    for stack_trace in [false, true] {
+        if stack_trace {
+            assert_eq!(echo(&mut k, "1", "options/func_stack_trace"), "");
+        }
+        assert_eq!(k.run(&format!("echo > {T}/trace")), "");
+        assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
+        clean(&k.run("calltree 1"));
+        assert_eq!(k.run(&format!("echo 0 > {T}/tracing_on")), "");
+        let trace = cat(&mut k, "trace");
+        let parents: Vec<&str> = trace
+            .lines()
+            .filter_map(|l| l.split_once(&format!(": {LEAF_FN} <-")))
+            .map(|(_, parent)| parent.trim_end())
+            .collect();
+        assert_eq!(
+            parents,
+            [
+                "kernel::shell::work::calltree_root",
+                "kernel::shell::work::calltree_pair",
+                "kernel::shell::work::calltree_pair",
+                CHAIN_FN
+            ],
+            "{trace}"
+        );
+        assert!(!trace.contains("rethook_trampoline"), "{trace}");
+        // The three chain calls' returns.
+        assert_eq!(
+            trace.lines().filter(|l| l.contains(" ch: (")).count(),
+            3,
+            "{trace}"
+        );
+        if stack_trace {
+            let chain = format!(
+                " => {LEAF_FN}\n => {CHAIN_FN}\n => {CHAIN_FN}\n \
+                 => kernel::shell::work::calltree_root\n"
+            );
+            assert!(trace.contains(&chain), "{trace}");
+        }
+    }
+    assert_eq!(echo(&mut k, "0", "options/func_stack_trace"), "");
     assert_eq!(k.run(&format!("echo nop > {T}/current_tracer")), "");
     assert_eq!(k.run(&format!("echo 1 > {T}/tracing_on")), "");
-    assert_eq!(echo(&mut k, "0", "events/kprobes/myret/enable"), "");
+    assert_eq!(echo(&mut k, "0", "events/kprobes/ch/enable"), "");
     assert_eq!(clean(&k.run(&format!("echo > {T}/kprobe_events"))), "");
     assert_eq!(cat(&mut k, "kprobe_events"), "");
     k.send(b"poweroff\n");

@@ -327,6 +327,54 @@ fn irqsoff_and_preemptoff_keep_the_longest_section() {
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
 }
 
+/// A return probe on the function that turns interrupts off: its return
+/// address is `rethook_trampoline` during the section, and the section
+/// still starts and ends at the real caller (irqflags' caller look-up
+/// goes through the task's rethook stack as through the shadow stack), as
+/// do the traced functions' parents.
+#[test]
+fn a_return_probe_on_the_section_function() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    assert_eq!(run(&mut k, &format!("cd {T}")), "");
+    assert_eq!(
+        run(
+            &mut k,
+            &format!("echo 'r:lat {SHELL}::irqsoff_section $retval' > kprobe_events")
+        ),
+        ""
+    );
+    assert_eq!(run(&mut k, "echo 1 > events/kprobes/lat/enable"), "");
+    assert_eq!(run(&mut k, "echo irqsoff > current_tracer"), "");
+    // latency_section checks `=> started at:` (the caller of the section).
+    let trace = latency_section(&mut k, "irqsoff", 5_000);
+    assert!(
+        trace.contains(&format!(
+            "#  => ended at:   {SHELL}::latency_spin_irqsoff\n"
+        )),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(&format!(
+            ": {SHELL}::irqsoff_section <-{SHELL}::latency_spin_irqsoff\n"
+        )),
+        "{trace}"
+    );
+    assert!(!trace.contains("rethook_trampoline"), "{trace}");
+    assert_eq!(run(&mut k, "echo nop > current_tracer"), "");
+    assert_eq!(run(&mut k, "echo 0 > events/kprobes/lat/enable"), "");
+    // The probe saw the returns.
+    let prof = run(&mut k, "cat kprobe_profile");
+    let hits: u64 = prof
+        .split_whitespace()
+        .nth(1)
+        .and_then(|h| h.parse().ok())
+        .unwrap_or_else(|| panic!("{prof}"));
+    assert!(hits >= 1, "{prof}");
+    assert_eq!(run(&mut k, "echo > kprobe_events"), "");
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}
+
 fn max_latency_of(k: &mut Kernel, dir: &str) -> u64 {
     run(k, &format!("cat {dir}/tracing_max_latency"))
         .trim()

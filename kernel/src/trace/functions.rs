@@ -220,7 +220,7 @@ fn function_trace_body(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
         // holding the traced function's return address.
         let parent_ip = unsafe { *parent_slot };
         if tr.function.slow.load(Ordering::Relaxed) == 0
-            && parent_ip != crate::arch::fgraph::return_to_handler_addr()
+            && !crate::arch::fgraph::is_return_trampoline(parent_ip)
         {
             // The header word is sampled inside `fill`, after the
             // reservation: the context it reads (irqs, depths,
@@ -252,10 +252,10 @@ fn function_trace_record_slow(tr: &TraceArray, ip: u64, parent_slot: *mut u64) {
     }
     // SAFETY: as in function_trace_call.
     let mut parent_ip = unsafe { *parent_slot };
-    // A caller hijacked by function_graph returns to return_to_handler:
-    // report the real caller (Linux: ftrace_graph_ret_addr in
-    // function_trace_call).
-    if parent_ip == crate::arch::fgraph::return_to_handler_addr() {
+    // A caller hijacked by function_graph returns to return_to_handler,
+    // one hijacked by a kretprobe to rethook_trampoline: report the real
+    // caller (Linux: ftrace_graph_ret_addr in function_trace_call).
+    if crate::arch::fgraph::is_return_trampoline(parent_ip) {
         parent_ip = super::fgraph::ftrace_ret_addr_of(parent_ip, parent_slot as u64);
     }
     let slow = f.slow.load(Ordering::Relaxed);

@@ -121,6 +121,16 @@ pub fn return_trampolines() -> [u64; 2] {
     [return_to_handler_addr(), rethook_trampoline_addr()]
 }
 
+/// True if `addr` is `return_to_handler` or `rethook_trampoline`: a return
+/// address that function_graph or a kretprobe replaced. Two compares, each
+/// with the address as an immediate (a range test of the two takes one
+/// more instruction: the difference needs a copy, a subtraction and the
+/// address in a register).
+#[inline(always)]
+pub fn is_return_trampoline(addr: u64) -> bool {
+    addr == return_to_handler_addr() || addr == rethook_trampoline_addr()
+}
+
 /// True if `slot` can be a return-address slot on a kernel stack: a
 /// kernel (higher-half) address, 8-byte aligned (Linux's
 /// skip_ftrace_return() test).
