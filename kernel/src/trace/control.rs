@@ -14,7 +14,8 @@
 //! - `available_tracers`: registered tracer names, space-separated, `\n`
 //!   (in an instance, those that can run in one).
 //! - `current_tracer`: reads `"<name>\n"`; a write selects a tracer by name,
-//!   trailing whitespace (echo's newline) removed; unknown name: EINVAL.
+//!   leading and trailing whitespace (echo's newline) removed, as Linux's
+//!   `strim()`; unknown name: EINVAL.
 //! - `tracing_on`: `0`/`1`; a write is a decimal number (kstrtoul), zero turns
 //!   recording off, anything else on, as Linux's `rb_simple_write`.
 //! - `trace`: the header, then the events, as `tracer::output` prints them
@@ -283,13 +284,15 @@ fn available_tracers_show(tr: &TraceArray) -> String {
 }
 
 /// A write to `current_tracer` (Linux: `tracing_set_trace_write`): at most
-/// MAX_TRACER_SIZE bytes are looked at, trailing whitespace is removed.
+/// MAX_TRACER_SIZE bytes are looked at, and `strim()` removes leading and
+/// trailing whitespace, so `echo '  nop  '` selects nop.
 fn current_tracer_store(tr: &TraceArray, text: &str) -> Result<(), Errno> {
     let mut end = text.len().min(MAX_TRACER_SIZE);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let name = text[..end].trim_end_matches(|c: char| c.is_ascii_whitespace());
+    let name =
+        text[..end].trim_matches(|c: char| c.is_ascii() && tracer::filter::is_space(c as u8));
     tracing_set_tracer_tr(tr, name)
 }
 
