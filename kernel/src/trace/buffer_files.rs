@@ -8,7 +8,9 @@
 //!   Linux does from `ring_buffer_size` (pages × 4080 bytes, so the default
 //!   1408 KiB reads `1410`; `X` if CPUs differ). A write (kstrtoul KiB)
 //!   resizes every CPU while tracing goes on: 0 or junk is EINVAL, a size the
-//!   heap cannot hold is ENOMEM and nothing changes. The boot buffer is
+//!   heap cannot hold is ENOMEM and nothing changes. The KiB to bytes and
+//!   bytes to pages sums wrap in 64 bits as Linux's do, so a number near
+//!   2^54 KiB or above asks for the 2-page minimum (7 KiB). The boot buffer is
 //!   allocated at full size, so the `(expanded: N)` form never shows.
 //! - `buffer_total_size_kb`: the sum over CPUs.
 //! - `free_buffer`: closing it shrinks the buffer to its minimum (2 pages per
@@ -148,10 +150,10 @@ fn buffer_size_store(tr: &TraceArray, cpu: Option<usize>, text: &str) -> Result<
     if kb == 0 {
         return Err(Errno::EINVAL);
     }
-    let size = usize::try_from(kb)
-        .ok()
-        .and_then(|k| k.checked_mul(1024))
-        .ok_or(Errno::ENOMEM)?;
+    // "value is in KB": `val <<= 10` in an unsigned long, whose top bits
+    // are lost. Linux 6.1 takes 18446744073709551615 (KiB) as a byte count
+    // of 2^64 - 1024, which `DIV_ROUND_UP` wraps to the 2-page minimum.
+    let size = (kb << 10) as usize;
     let cpus = cpu.map_or(Cpus::All, Cpus::One);
     tracing_resize_ring_buffer(tr, size, cpus)
 }

@@ -274,8 +274,10 @@ impl Drop for Reservation<'_> {
 }
 
 /// Number of pages for a requested size (`DIV_ROUND_UP(size, BUF_PAGE_SIZE)`, at least 2).
+/// Linux's `DIV_ROUND_UP` adds `BUF_PAGE_SIZE - 1` in an unsigned long, so a
+/// size within a page of 2^64 wraps to a small one and gets the minimum.
 pub fn nr_pages_for(size_bytes: usize) -> usize {
-    size_bytes.div_ceil(BUF_PAGE_SIZE).max(2)
+    (size_bytes.wrapping_add(BUF_PAGE_SIZE - 1) / BUF_PAGE_SIZE).max(2)
 }
 
 /// `Box::new` that reports a failed allocation instead of aborting.
@@ -857,6 +859,24 @@ mod tests {
     /// the kinds of the entries on the page.
     fn nested_at(point: &'static str) -> (Vec<(u64, u8)>, Vec<EventKind>) {
         nested_at_len::<8>(point)
+    }
+
+    /// Linux's `DIV_ROUND_UP` and two-page minimum, wrapping as Linux does:
+    /// `buffer_size_kb` 18446744073709551615 (KiB, `<< 10`) is 2^64 - 1024
+    /// bytes, which wraps to 2 pages; 5 KiB less does not wrap and is huge.
+    #[test]
+    fn nr_pages_for_rounds_up_and_wraps() {
+        assert_eq!(nr_pages_for(0), 2);
+        assert_eq!(nr_pages_for(BUF_PAGE_SIZE * 2), 2);
+        assert_eq!(nr_pages_for(BUF_PAGE_SIZE * 2 + 1), 3);
+        assert_eq!(nr_pages_for(100 << 10), 26);
+        assert_eq!(nr_pages_for(((u64::MAX) << 10) as usize), 2);
+        assert_eq!(nr_pages_for(((1u64 << 54) << 10) as usize), 2);
+        assert_eq!(nr_pages_for(usize::MAX - (BUF_PAGE_SIZE - 2)), 2);
+        assert_eq!(
+            nr_pages_for(((u64::MAX - 4) << 10) as usize),
+            usize::MAX / BUF_PAGE_SIZE - 1
+        );
     }
 
     /// As `nested_at` with `N`-byte events. 8 bytes take 16 on the page (4
