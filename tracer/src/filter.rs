@@ -993,6 +993,11 @@ impl<'a> Iterator for UserTokens<'a> {
 /// Largest pid the pid list can hold (`pid_list.c`: `MAX_PID`, 2^30).
 pub const PID_LIST_MAX: u64 = 1 << 30;
 
+/// x86_64's `PID_MAX_LIMIT` (4 * 1024 * 1024): a pid that can be listed
+/// but never run, whose seq_file cursor is `set_ftrace_pid`'s
+/// `FTRACE_NO_PIDS` (see [`PidFilter::read`]).
+pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
+
 /// Longest number in a pid list write (Linux: `PID_BUF_SIZE`).
 pub const PID_BUF_SIZE: usize = 127;
 
@@ -1044,14 +1049,21 @@ impl PidFilter {
         Ok(())
     }
 
-    /// `no pid` without a list, else one pid per line, ascending (nothing
-    /// for a list that exists but is empty).
+    /// `set_ftrace_pid`'s text (Linux: `fpid_show()`): `no pid` without a
+    /// list, else one pid per line, ascending (nothing for a list that
+    /// exists but is empty). The seq_file passes pid + 1 as its cursor and
+    /// `FTRACE_NO_PIDS` is `PID_MAX_LIMIT + 1`, so pid [`PID_MAX_LIMIT`]
+    /// reads as `no pid` and ends the listing, as on Linux 6.1.
     pub fn read(&self) -> String {
         if !self.active {
             return String::from("no pid\n");
         }
         let mut s = String::new();
-        for p in &self.pids {
+        for &p in &self.pids {
+            if u64::from(p) == PID_MAX_LIMIT {
+                s.push_str("no pid\n");
+                break;
+            }
             let _ = writeln!(s, "{}", p);
         }
         s

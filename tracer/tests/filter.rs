@@ -579,6 +579,13 @@ fn pid_filter() {
     // The number is cast to pid_t: 2^32 + 5 is pid 5, as on Linux.
     p.write(false, b"4294967301").unwrap();
     assert_eq!(p.read(), "5\n");
+    // PID_MAX_LIMIT is listed but its seq_file cursor is FTRACE_NO_PIDS:
+    // it reads as `no pid` and hides the pids above it (Linux 6.1).
+    p.write(true, b"4194304").unwrap();
+    assert_eq!(p.read(), "no pid\n");
+    assert!(p.allows(4194304) && !p.allows(5));
+    p.write(false, b"3 4194303 4194305").unwrap();
+    assert_eq!(p.read(), "3\n4194303\nno pid\n");
 }
 
 /// function-fork: children of listed tasks join the list, exiting tasks
