@@ -224,10 +224,13 @@ pub const FTRACE_COMMANDS: &[&str] = &[
 ];
 
 /// What a `func:command...` token written to `stack_trace_filter` gives
-/// (None for a plain function glob, which the filter parser takes).
+/// (None for a plain function glob, which the filter parser takes). The
+/// command starts at a single `:`, as in `set_ftrace_filter`, so a Rust
+/// path (`kernel::fs::vfs::read`) is a function name.
 pub fn stack_filter_command(token: &str) -> Option<crate::errno::Errno> {
-    let (_, rest) = token.split_once(':')?;
-    let cmd = rest.split(':').next().unwrap_or("");
+    let (_, Some((cmd, _))) = crate::filter::split_command(token) else {
+        return None;
+    };
     Some(if FTRACE_COMMANDS.contains(&cmd) {
         crate::errno::Errno::ENODEV
     } else {

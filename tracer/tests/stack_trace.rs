@@ -234,6 +234,17 @@ fn stack_filter_commands_have_no_trace_array() {
     );
     assert_eq!(stack_filter_command("schedule:bogus"), Some(Errno::EINVAL));
     assert_eq!(stack_filter_command("schedule:"), Some(Errno::EINVAL));
+    // `::` is part of a Rust path, not a command separator.
+    assert_eq!(stack_filter_command("kernel::fs::vfs::read"), None);
+    assert_eq!(stack_filter_command("kernel::fs::*"), None);
+    assert_eq!(
+        stack_filter_command("kernel::fs::vfs::read:traceoff"),
+        Some(Errno::ENODEV)
+    );
+    assert_eq!(
+        stack_filter_command("kernel::fs::vfs::read:bogus"),
+        Some(Errno::EINVAL)
+    );
 }
 
 fn value(s: &str) -> Result<i32, Errno> {
