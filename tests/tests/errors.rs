@@ -11,6 +11,7 @@ use tests::Kernel;
 
 const LEAF: &str = "kernel::shell::work::calltree_leaf";
 const PAIR: &str = "kernel::shell::work::calltree_pair";
+const TOUCH: &str = "kernel::shell::commands::touch";
 const ENOMEM: &str = "sh: echo: write error: Cannot allocate memory\n";
 
 fn clean(s: &str) -> String {
@@ -228,6 +229,127 @@ fn numbers_out_of_range_and_long_lines() {
         "cat: /tmp/over: No such file or directory\n"
     );
     assert_eq!(run(&mut k, "echo still here"), "still here\n");
+
+    k.send(b"poweroff\n");
+    assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
+}
+
+/// Malformed writes to the control files, each answered as Linux 6.1 answers
+/// it (checked with /work/shared/linux/qemu.sh), with the file read back
+/// after it: an error changes nothing (`>>` where Linux's `>` would empty
+/// the file at open). `current_tracer` strips spaces on
+/// both sides (`strim()`); `buffer_size_kb` turns KiB into bytes and bytes
+/// into pages in 64 bits that wrap, so 18446744073709551615 KiB is the
+/// 2-page minimum while a little less is ENOMEM; pid 4194304
+/// (PID_MAX_LIMIT) in `set_ftrace_pid` reads back as `no pid`; a Rust path
+/// is a function in `stack_trace_filter`, as in `set_ftrace_filter`. The rest
+/// are the numbers, names and busy files whose answers already matched.
+#[test]
+fn bad_writes_answer_as_linux() {
+    let mut k = Kernel::boot(&["--smp", "2"]);
+    let einval = "sh: echo: write error: Invalid argument\n";
+    let enomem = ENOMEM;
+    let ebusy = "sh: echo: write error: Device or resource busy\n";
+    let enodev = "sh: echo: write error: No such device\n";
+    quiet(&mut k, "cd /tracing");
+    // Each (file, write, error printed, file read back after it).
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("current_tracer", "'  nop  '", "", "nop\n"),
+        ("current_tracer", "' function '", "", "function\n"),
+        ("current_tracer", "'function_graph x'", einval, "function\n"),
+        ("current_tracer", "''", einval, "function\n"),
+        ("current_tracer", "-n ''", "", "function\n"),
+        ("current_tracer", "nop", "", "nop\n"),
+        ("tracing_on", "2", "", "1\n"),
+        ("tracing_on", "-1", einval, "1\n"),
+        ("tracing_on", "abc", einval, "1\n"),
+        ("tracing_on", "'1 2'", einval, "1\n"),
+        ("tracing_on", "0x1", einval, "1\n"),
+        ("tracing_on", "''", einval, "1\n"),
+        ("tracing_on", "-n ''", "", "1\n"),
+        ("buffer_size_kb", "100", "", "103\n"),
+        ("buffer_size_kb", "18446744073709551611", enomem, "103\n"),
+        ("buffer_size_kb", "18446744073709551615", "", "7\n"),
+        ("buffer_size_kb", "100", "", "103\n"),
+        ("buffer_size_kb", "18014398509481984", "", "7\n"),
+        ("buffer_size_kb", "100", "", "103\n"),
+        ("buffer_size_kb", "'100 x'", einval, "103\n"),
+        ("buffer_size_kb", "-n ''", "", "103\n"),
+        (
+            "per_cpu/cpu1/buffer_size_kb",
+            "18446744073709551615",
+            "",
+            "7\n",
+        ),
+        ("buffer_size_kb", "-n ''", "", "X\n"),
+        ("buffer_total_size_kb", "5", einval, "110\n"),
+        ("buffer_size_kb", "1408", "", "1410\n"),
+        ("options/print-parent", "2", einval, "1\n"),
+        ("options/print-parent", "'1 0'", einval, "1\n"),
+        ("options/print-parent", "0x1", einval, "1\n"),
+        ("options/print-parent", "01", "", "1\n"),
+        ("trace_options", "'print-parent x'", einval, ""),
+        ("trace_options", "'noprint-parent print-parent'", einval, ""),
+        ("trace_options", "no", einval, ""),
+        ("trace_options", "' noprint-parent '", "", ""),
+        ("options/print-parent", "-n ''", "", "0\n"),
+        ("options/print-parent", "1", "", "1\n"),
+        ("set_ftrace_pid", "4194304", "", "no pid\n"),
+        (
+            "set_ftrace_pid",
+            "'3 4194305 4194304 4194303'",
+            "",
+            "3\n4194303\nno pid\n",
+        ),
+        (">>set_ftrace_pid", "'1,2'", einval, "3\n4194303\nno pid\n"),
+        ("set_ftrace_pid", "''", "", "no pid\n"),
+        ("set_event_pid", "99999999", "", "99999999\n"),
+        (">>set_event_pid", "-1", einval, "99999999\n"),
+        (">>set_event_pid", "'6 x'", einval, "99999999\n"),
+        ("set_event_pid", "''", "", ""),
+        // A Rust path is a function name here too, not `func:command`.
+        (
+            "stack_trace_filter",
+            TOUCH,
+            "",
+            "kernel::shell::commands::touch\n",
+        ),
+        (
+            ">>stack_trace_filter",
+            "kernel::shell::commands::touch:traceoff",
+            enodev,
+            "kernel::shell::commands::touch\n",
+        ),
+        (
+            "stack_trace_filter",
+            "''",
+            "",
+            "#### all functions enabled ####\n",
+        ),
+        ("README", "x", einval, ""),
+        ("available_tracers", "x", einval, ""),
+        ("per_cpu/cpu0/stats", "x", einval, ""),
+        ("events/sched/sched_switch/format", "x", einval, ""),
+    ];
+    for &(file, write, err, after) in cases {
+        let (redirect, file) = file.strip_prefix(">>").map_or((">", file), |f| (">>", f));
+        let what = format!("echo {write} {redirect} {file}");
+        assert_eq!(run(&mut k, &what), err, "{what}");
+        if !after.is_empty() {
+            assert_eq!(run(&mut k, &format!("cat {file}")), after, "{what}");
+        }
+    }
+    // While trace_pipe is open the tracer cannot change; the buffer can be
+    // resized.
+    quiet(&mut k, "exec 3<trace_pipe");
+    assert_eq!(run(&mut k, "echo function > current_tracer"), ebusy);
+    assert_eq!(run(&mut k, "cat current_tracer"), "nop\n");
+    quiet(&mut k, "echo 50 > buffer_size_kb");
+    assert_eq!(run(&mut k, "cat buffer_size_kb"), "51\n");
+    quiet(&mut k, "exec 3<&-");
+    quiet(&mut k, "echo function > current_tracer");
+    quiet(&mut k, "echo nop > current_tracer");
+    quiet(&mut k, "echo 1408 > buffer_size_kb");
 
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);
