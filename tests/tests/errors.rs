@@ -242,7 +242,9 @@ fn numbers_out_of_range_and_long_lines() {
 /// into pages in 64 bits that wrap, so 18446744073709551615 KiB is the
 /// 2-page minimum while a little less is ENOMEM; pid 4194304
 /// (PID_MAX_LIMIT) in `set_ftrace_pid` reads back as `no pid`; a Rust path
-/// is a function in `stack_trace_filter`, as in `set_ftrace_filter`. The rest
+/// is a function in `stack_trace_filter`, as in `set_ftrace_filter`; an
+/// instance has no `options/trace_printk` (TOP_LEVEL_TRACE_FLAGS) nor
+/// function_graph's options (it cannot run there). The rest
 /// are the numbers, names and busy files whose answers already matched.
 #[test]
 fn bad_writes_answer_as_linux() {
@@ -350,6 +352,22 @@ fn bad_writes_answer_as_linux() {
     quiet(&mut k, "echo function > current_tracer");
     quiet(&mut k, "echo nop > current_tracer");
     quiet(&mut k, "echo 1408 > buffer_size_kb");
+
+    // An instance's options/ has no file for the top-level-only options nor
+    // for tracers that cannot run there; trace_options still takes them.
+    quiet(&mut k, "mkdir instances/b");
+    assert_eq!(
+        run(&mut k, "echo 0 > instances/b/options/trace_printk"),
+        "sh: can't create instances/b/options/trace_printk: Permission denied\n"
+    );
+    quiet(&mut k, "echo notrace_printk > instances/b/trace_options");
+    let files = run(&mut k, "ls instances/b/options");
+    assert!(files.contains("func_stack_trace\n"), "{files}");
+    assert!(
+        !files.contains("funcgraph") && !files.contains("printk"),
+        "{files}"
+    );
+    quiet(&mut k, "rmdir instances/b");
 
     k.send(b"poweroff\n");
     assert_eq!(k.wait_exit(Duration::from_secs(60)), 0);

@@ -103,6 +103,13 @@ pub const TRACE_DEFAULT_FLAGS: u32 = TraceOption::FunctionTrace.mask()
     | TraceOption::IrqInfo.mask()
     | TraceOption::Markers.mask();
 
+/// Linux 6.1's `TOP_LEVEL_TRACE_FLAGS` of the options listed here
+/// (trace_printk, printk-msg-only; record-cmd is not listed): only the
+/// top-level `options/` has their files. An instance's `trace_options`
+/// still lists and takes them, as Linux 6.1's does.
+pub const TOP_LEVEL_TRACE_FLAGS: u32 =
+    TraceOption::Printk.mask() | TraceOption::PrintkMsgOnly.mask();
+
 /// The tracers whose options this module knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tracer {
@@ -445,6 +452,28 @@ impl TraceOptions {
             .iter()
             .copied()
             .chain(TRACERS.iter().flat_map(|t| t.opts().iter().map(|o| o.name)))
+    }
+
+    /// Names of the files in an `options/` directory (Linux:
+    /// `create_trace_options_dir()`, `add_tracer_options()`): in the top
+    /// level, [`Self::option_files`]; in an instance, the core options but
+    /// [`TOP_LEVEL_TRACE_FLAGS`], then the options of the tracers
+    /// `runs_here` (those that can run in the instance).
+    pub fn option_files_in(
+        top_level: bool,
+        runs_here: impl Fn(Tracer) -> bool,
+    ) -> impl Iterator<Item = &'static str> {
+        let core = TRACE_OPTIONS
+            .iter()
+            .zip(ALL_CORE)
+            .filter(move |(_, o)| top_level || o.mask() & TOP_LEVEL_TRACE_FLAGS == 0)
+            .map(|(n, _)| *n);
+        core.chain(
+            TRACERS
+                .iter()
+                .filter(move |&&t| top_level || runs_here(t))
+                .flat_map(|t| t.opts().iter().map(|o| o.name)),
+        )
     }
 
     fn lookup_file(name: &str) -> Option<OptionId> {

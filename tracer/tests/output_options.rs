@@ -149,6 +149,37 @@ fn options_without_meaning_here_are_unknown() {
     assert_eq!(o, before);
 }
 
+/// An instance's `options/` (Linux 6.1, checked with
+/// /work/shared/linux/qemu.sh): no trace_printk nor printk-msg-only
+/// (TOP_LEVEL_TRACE_FLAGS), and only the options of tracers that can run
+/// there (no funcgraph-*, sleep-time, graph-time).
+#[test]
+fn instance_option_files() {
+    let top: Vec<&str> = TraceOptions::option_files_in(true, |_| false).collect();
+    assert_eq!(top, TraceOptions::option_files().collect::<Vec<_>>());
+    let runs = |t: Tracer| matches!(t, Tracer::Nop | Tracer::Function);
+    let inst: Vec<&str> = TraceOptions::option_files_in(false, runs).collect();
+    assert_eq!(inst.len(), 22 - 2 + 2 + 2);
+    for gone in [
+        "trace_printk",
+        "printk-msg-only",
+        "funcgraph-proc",
+        "sleep-time",
+        "graph-time",
+    ] {
+        assert!(!inst.contains(&gone), "{gone}");
+    }
+    for kept in [
+        "print-parent",
+        "overwrite",
+        "func_stack_trace",
+        "test_nop_accept",
+        "display-graph",
+    ] {
+        assert!(inst.contains(&kept), "{kept}");
+    }
+}
+
 #[test]
 fn option_files() {
     let names: Vec<&str> = TraceOptions::option_files().collect();

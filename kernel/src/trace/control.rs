@@ -150,6 +150,16 @@ pub fn tracing_set_tracer(name: &str) -> Result<(), Errno> {
     tracing_set_tracer_tr(global_trace().ok_or(Errno::ENODEV)?, name)
 }
 
+/// Whether the registered tracer `name` can be an instance's current
+/// tracer (Linux: `trace_ok_for_array()`); an instance's `options/` has
+/// only such tracers' option files.
+pub fn runs_in_instances(name: &str) -> bool {
+    TRACE_TYPES
+        .lock()
+        .iter()
+        .any(|t| t.name == name && t.allow_instances)
+}
+
 /// Selects the tracer called `name` for `tr` (Linux: `tracing_set_tracer`).
 /// EINVAL if there is none, or if `tr` is an instance and the tracer
 /// cannot run in one; selecting the current one does nothing; EBUSY while

@@ -988,7 +988,10 @@ pub fn init_options_files(
         }),
     )?;
     let options = tracefs::create_dir(dir, "options")?;
-    for name in TraceOptions::option_files() {
+    let names: Vec<&'static str> =
+        TraceOptions::option_files_in(tr.is_global(), |t| control::runs_in_instances(t.name()))
+            .collect();
+    for name in names {
         let (t1, t2) = (tr.clone(), tr.clone());
         tracefs::create_show_store(
             &options,
