@@ -51,6 +51,20 @@ fn marker_lines(trace: &str) -> Vec<MarkerLine> {
     trace.lines().filter_map(parse_marker_line).collect()
 }
 
+/// The time stamps of the `trace` lines of the event `name` (given as
+/// `kmalloc:`), as printed.
+fn event_stamps(trace: &str, name: &str) -> Vec<String> {
+    trace
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let i = f.iter().position(|w| *w == name)?;
+            Some(f.get(i.checked_sub(1)?)?.trim_end_matches(':').to_string())
+        })
+        .collect()
+}
+
 /// `entries-in-buffer/entries-written: A/B` of a `trace` header.
 fn header_counts(trace: &str) -> (u64, u64) {
     let l = trace
@@ -417,8 +431,39 @@ fn markers_pipe_accounting_and_files() {
         "{m:?}"
     );
     assert!(run(&mut k, "cat per_cpu/cpu0/stats").contains("now ts: "));
+    // Events take the array's clock too: their probe stamps out of line
+    // while it is not `local` (the files' CLOCK_OTHER bit), with a filter
+    // (the probe's decision, then the write) or without, and inline again
+    // once it is `local`.
+    let kmalloc_stamps = |k: &mut Kernel, filter: &str| {
+        assert_eq!(
+            run(k, &format!("echo '{filter}' > events/kmem/kmalloc/filter")),
+            ""
+        );
+        assert_eq!(run(k, "echo > trace"), "");
+        assert_eq!(run(k, "echo 1 > events/kmem/kmalloc/enable"), "");
+        run(k, "calltree 1 2");
+        assert_eq!(run(k, "echo 0 > events/kmem/kmalloc/enable"), "");
+        assert_eq!(run(k, "echo 0 > events/kmem/kmalloc/filter"), "");
+        event_stamps(&run(k, "cat trace"), "kmalloc:")
+    };
+    for filter in ["bytes_req > 0", "0"] {
+        let ts = kmalloc_stamps(&mut k, filter);
+        assert!(
+            !ts.is_empty()
+                && ts
+                    .iter()
+                    .all(|t| !t.contains('.') && t.parse::<u64>().is_ok()),
+            "counter, filter {filter}: {ts:?}"
+        );
+    }
     assert_eq!(run(&mut k, "echo '  local  ' > trace_clock"), "");
     assert_eq!(run(&mut k, "cat trace_clock"), clocks_with("local"));
+    let ts = kmalloc_stamps(&mut k, "0");
+    assert!(
+        !ts.is_empty() && ts.iter().all(|t| t.contains('.')),
+        "local: {ts:?}"
+    );
 
     // Raw pages decode (Linux's rules, decoder above) into the events that
     // trace shows, CPU by CPU.

@@ -46,7 +46,7 @@ use tracer::trace_events::TraceEventCall;
 use tracer::ring_buffer::BUF_PAGE_SIZE;
 
 use super::event_pid::TrEventPid;
-use super::trace::{global_trace, trace_buffer_write_full, TraceArray};
+use super::trace::{global_trace, trace_buffer_write_at, trace_buffer_write_full, TraceArray};
 use crate::fs::tracefs::{self, Dentry, TRACE_MODE_WRITE};
 use crate::fs::Errno;
 
@@ -70,6 +70,10 @@ pub mod flags {
     pub const PID_FILTER: u32 = 1 << 9;
     /// Was enabled once (never cleared).
     pub const WAS_ENABLED: u32 = 1 << 10;
+    /// The file's trace array has a clock other than `local`: the probe
+    /// stamps its record out of line, through the array's clock (see
+    /// [`super::TraceEventFile::sync_clock_flag`]).
+    pub const CLOCK_OTHER: u32 = 1 << 11;
     /// The bits that send the probe out of line before it writes
     /// anything (one test on the fast path).
     pub const PROBE_SLOW: u32 = SOFT_DISABLED | PID_FILTER | TRIGGER_MODE | FILTERED;
@@ -248,13 +252,56 @@ impl TraceEventFile {
         format!("{}{}\n", on as u8, if soft { "*" } else { "" })
     }
 
-    /// The probe's first test: whether the record needs more than "reserve
-    /// and fill" (a trigger, soft-disable, a pid list, a filter), which
-    /// the probe's out-of-line path handles. One load and one test when
-    /// not.
+    /// Whether the record needs more than "reserve and fill" (a trigger,
+    /// soft-disable, a pid list, a filter), which a probe's out-of-line
+    /// path handles: a probe event's first test (the generated probes
+    /// test [`probe_slow`](Self::probe_slow), which adds the clock).
     #[inline(always)]
     pub fn needs_slow_path(&self) -> bool {
         self.flags() & flags::PROBE_SLOW != 0
+    }
+
+    /// The generated probe's one test: anything of
+    /// [`needs_slow_path`](Self::needs_slow_path), or a clock other than
+    /// `local` ([`flags::CLOCK_OTHER`]); both are handled by the probe's
+    /// out-of-line path, so the inline one reads the `local` clock with no
+    /// test of the array's clock.
+    ///
+    /// One `test` of the word in memory and a branch: the compiler does
+    /// not fold an atomic load into the `test` (it loads, then tests), so
+    /// the read is an `asm!` of its own, a plain load as an acquire load
+    /// is on x86.
+    #[inline(always)]
+    pub fn probe_slow(&self) -> bool {
+        // SAFETY: reads the 4 bytes of `self.flags`, which are valid and
+        // aligned; an aligned 4-byte load is atomic on x86, and ordered
+        // before every later load (x86 loads are acquire loads). The block
+        // is not `readonly`, so the compiler moves no memory access across
+        // it either. It writes only the arithmetic flags.
+        unsafe {
+            core::arch::asm!(
+                "test dword ptr [{file} + {off}], {mask}",
+                "jnz {slow}",
+                file = in(reg) self as *const TraceEventFile,
+                off = const core::mem::offset_of!(TraceEventFile, flags),
+                mask = const flags::PROBE_SLOW | flags::CLOCK_OTHER,
+                slow = label { return true; },
+                options(nostack),
+            );
+        }
+        false
+    }
+
+    /// Sets or clears [`flags::CLOCK_OTHER`] after the trace array's clock
+    /// (the caller holds [`super::trace::EVENT_CLOCK_LOCK`], so that the
+    /// bit and the clock cannot end up disagreeing when the clock changes
+    /// meanwhile).
+    pub fn sync_clock_flag(&self) {
+        if self.tr().trace_clock_index() != 0 {
+            self.set_flags(flags::CLOCK_OTHER);
+        } else {
+            self.clear_flags(flags::CLOCK_OTHER);
+        }
     }
 
     /// Whether a record must be dropped (soft-disabled, or the current
@@ -272,6 +319,21 @@ impl TraceEventFile {
 #[inline(always)]
 pub fn trace_event_buffer_write(file: &TraceEventFile, len: usize, fill: impl FnOnce(&mut [u8])) {
     trace_buffer_write_full(file.tr(), len, fill);
+}
+
+/// [`trace_event_buffer_write`] stamped by the `local` clock without
+/// reading which clock the array has: for the generated probe's inline
+/// path, which only runs while [`flags::CLOCK_OTHER`] is clear. A probe
+/// that read the flags just before the clock changed may write one record
+/// stamped by the old clock, as one that had read the old clock could
+/// before; the clock's change clears the buffer after it updates the bits.
+#[inline(always)]
+pub fn trace_event_buffer_write_local(
+    file: &TraceEventFile,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) {
+    trace_buffer_write_at(file.tr(), crate::time::now_ns(), len, fill);
 }
 
 /// The largest record [`trace_event_slow`] builds on the stack: every
@@ -346,9 +408,51 @@ macro_rules! define_event_probes {
                     // unregistered before its trace array goes, with a
                     // grace period between.
                     let file = unsafe { &*(data as *const $crate::trace::events::TraceEventFile) };
-                    if file.needs_slow_path() && [<trace_event_discard_ $name>](file, $($arg),*) {
+                    if file.probe_slow() {
+                        // A tail call: nothing of this frame is live after it.
+                        return [<trace_event_discard_ $name>](file, $($arg),*);
+                    }
+                    let len = ::tracer::trace_events::$system::$name::size($($arg),*);
+                    $crate::trace::events::trace_event_buffer_write_local(file, len, |buf| {
+                        ::tracer::trace_events::$system::$name::write(
+                            buf,
+                            $crate::trace::trace::trace_entry_word_inline($id),
+                            $($arg),*
+                        )
+                    });
+                }
+
+                #[doc = concat!("The out-of-line path of `", stringify!($system), ":",
+                    stringify!($name), "`'s probe, for a file with any of `PROBE_SLOW` or ",
+                    "`CLOCK_OTHER`: decides (`trace_event_decide_", stringify!($name), "`), ",
+                    "then writes the record stamped by the array's clock unless it was dropped ",
+                    "or written there.")]
+                #[cold]
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments)]
+                fn [<trace_event_discard_ $name>](
+                    file: &$crate::trace::events::TraceEventFile,
+                    $($arg: $argty),*
+                ) {
+                    // With none of `PROBE_SLOW` (only `CLOCK_OTHER`), every
+                    // test of the decision fails and it says "write".
+                    if [<trace_event_decide_ $name>](file, $($arg),*) {
                         return;
                     }
+                    [<trace_event_write_ $name>](file, $($arg),*)
+                }
+
+                #[doc = concat!("Writes `", stringify!($system), ":", stringify!($name),
+                    "`'s record stamped by the array's clock (the probe's out-of-line path, ",
+                    "once the record is to be written): out of line again, so that the ",
+                    "decision's frame stays as small as it was.")]
+                #[cold]
+                #[inline(never)]
+                #[allow(clippy::too_many_arguments)]
+                fn [<trace_event_write_ $name>](
+                    file: &$crate::trace::events::TraceEventFile,
+                    $($arg: $argty),*
+                ) {
                     let len = ::tracer::trace_events::$system::$name::size($($arg),*);
                     $crate::trace::events::trace_event_buffer_write(file, len, |buf| {
                         ::tracer::trace_events::$system::$name::write(
@@ -359,13 +463,13 @@ macro_rules! define_event_probes {
                     });
                 }
 
-                #[doc = concat!("The slow path of `", stringify!($system), ":", stringify!($name),
-                    "`'s probe (see `trace_event_slow`): true if the probe is done (the ",
-                    "record dropped, or written here), false if it writes the record.")]
-                #[cold]
-                #[inline(never)]
+                #[doc = concat!("What `", stringify!($system), ":", stringify!($name),
+                    "`'s filter, triggers, soft-disable and pid lists decide (see ",
+                    "`trace_event_slow`): true if the probe is done (the record dropped, or ",
+                    "written here), false if the record is to be written.")]
+                #[inline(always)]
                 #[allow(clippy::too_many_arguments)]
-                fn [<trace_event_discard_ $name>](
+                fn [<trace_event_decide_ $name>](
                     file: &$crate::trace::events::TraceEventFile,
                     $($arg: $argty),*
                 ) -> bool {
@@ -614,6 +718,10 @@ impl TrEvents {
         if self.pid.filtering() {
             file.set_flags(flags::PID_FILTER);
         }
+        // The same for the clock: a change meanwhile finds the file on the
+        // list, or was stored before this reads it.
+        let _g = super::trace::EVENT_CLOCK_LOCK.lock();
+        file.sync_clock_flag();
     }
 
     /// Takes the file of an event made at run time off the lists (it stays
@@ -945,6 +1053,14 @@ pub fn init_tr(tr: &Arc<TraceArray>, dir: &Dentry) -> Result<(), Errno> {
             })
             .collect()
     });
+    // The files take their clock bit from the array (a new array's clock
+    // is `local`, and a clock written since found no files to mark).
+    {
+        let _g = super::trace::EVENT_CLOCK_LOCK.lock();
+        for f in tr.events.files() {
+            f.sync_clock_flag();
+        }
+    }
     if global_trace().is_some_and(|g| core::ptr::eq(g, tr_ptr)) {
         tracefs::create_show(dir, "available_events", available_events)?;
     }

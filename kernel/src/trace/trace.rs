@@ -138,9 +138,15 @@ impl TraceArray {
             .iter()
             .position(|c| *c == name)
             .ok_or(crate::fs::Errno::EINVAL)?;
-        self.clock.store(i as u8, Ordering::SeqCst);
-        if self.is_global() {
-            TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
+        {
+            let _g = EVENT_CLOCK_LOCK.lock();
+            self.clock.store(i as u8, Ordering::SeqCst);
+            if self.is_global() {
+                TRACE_CLOCK.store(i as u8, Ordering::SeqCst);
+            }
+            for f in self.events.all_files() {
+                f.sync_clock_flag();
+            }
         }
         self.buffer.reset();
         Ok(())
@@ -151,6 +157,11 @@ impl TraceArray {
         *self.current_trace.lock()
     }
 }
+
+/// Held while a trace array's clock and its event files' `CLOCK_OTHER`
+/// bits change together (`set_trace_clock`), and while a new file takes
+/// its bit from the clock.
+pub(crate) static EVENT_CLOCK_LOCK: spin::Mutex<()> = spin::Mutex::new(());
 
 /// The top-level trace array, made at boot; [`GLOBAL_TRACE_PTR`] caches
 /// its address for the hot paths (one load and a test, as a `Once`).
@@ -284,10 +295,29 @@ const _: () = {
 /// one sample could equally have seen.
 #[inline(always)]
 pub fn trace_entry_word(type_: u16) -> u64 {
+    entry_word::<false>(type_)
+}
+
+/// [`trace_entry_word`] with its clamp inline, for the generated event
+/// probes: a call there would keep the record's pointer and the
+/// tracepoint's arguments in saved registers across it (the probe's
+/// mcount call already takes five of them for its arguments), so that one
+/// argument went to the stack.
+#[inline(always)]
+pub fn trace_entry_word_inline(type_: u16) -> u64 {
+    entry_word::<true>(type_)
+}
+
+#[inline(always)]
+fn entry_word<const INLINE_CLAMP: bool>(type_: u16) -> u64 {
     let ctx = percpu::this_cpu_context();
     // The preempt count less the tracer's own is 0..=15: no clamping.
     if (ctx as u32).wrapping_sub(1 << 24) >= 16 << 24 {
-        return trace_entry_word_clamped(type_);
+        return if INLINE_CLAMP {
+            trace_entry_word_clamp(type_)
+        } else {
+            trace_entry_word_clamped(type_)
+        };
     }
     let rflags: u64;
     // SAFETY: reads RFLAGS only (as arch::irqs_enabled).
@@ -303,6 +333,12 @@ pub fn trace_entry_word(type_: u16) -> u64 {
 #[cold]
 #[inline(never)]
 fn trace_entry_word_clamped(type_: u16) -> u64 {
+    trace_entry_word_clamp(type_)
+}
+
+/// The clamped header word (see [`trace_entry_word_clamped`]), inline.
+#[inline(always)]
+fn trace_entry_word_clamp(type_: u16) -> u64 {
     let ctx = percpu::this_cpu_context();
     let irqs_off = u64::from(!arch::irqs_enabled()) << 16;
     let depth = u64::from(percpu::this_cpu_preempt_count().saturating_sub(1).min(15));
