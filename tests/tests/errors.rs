@@ -12,7 +12,7 @@ use tests::Kernel;
 const LEAF: &str = "kernel::shell::work::calltree_leaf";
 const PAIR: &str = "kernel::shell::work::calltree_pair";
 const TOUCH: &str = "kernel::shell::commands::touch";
-const ENOMEM: &str = "sh: echo: write error: Cannot allocate memory\n";
+const ENOMEM: &str = "sh: write error: Cannot allocate memory\n";
 
 fn clean(s: &str) -> String {
     s.replace('\r', "")
@@ -129,8 +129,8 @@ fn failed_installs_change_nothing() {
 fn numbers_out_of_range_and_long_lines() {
     let mut k = Kernel::boot(&["--smp", "2"]);
     quiet(&mut k, "cd /tracing");
-    let erange = "sh: echo: write error: Numerical result out of range\n";
-    let einval = "sh: echo: write error: Invalid argument\n";
+    let erange = "sh: write error: Numerical result out of range\n";
+    let einval = "sh: write error: Invalid argument\n";
     for (input, err, shown) in [
         ("4294967295", "", "-1"),
         ("4294967296", "", "0"),
@@ -249,10 +249,10 @@ fn numbers_out_of_range_and_long_lines() {
 #[test]
 fn bad_writes_answer_as_linux() {
     let mut k = Kernel::boot(&["--smp", "2"]);
-    let einval = "sh: echo: write error: Invalid argument\n";
+    let einval = "sh: write error: Invalid argument\n";
     let enomem = ENOMEM;
-    let ebusy = "sh: echo: write error: Device or resource busy\n";
-    let enodev = "sh: echo: write error: No such device\n";
+    let ebusy = "sh: write error: Device or resource busy\n";
+    let enodev = "sh: write error: No such device\n";
     quiet(&mut k, "cd /tracing");
     // Each (file, write, error printed, file read back after it).
     let cases: &[(&str, &str, &str, &str)] = &[

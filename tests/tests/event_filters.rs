@@ -106,7 +106,7 @@ fn filters_keep_only_matching_records() {
     assert_eq!(write(&mut k, "", "error_log"), "");
     assert_eq!(
         write(&mut k, "next_pid == 0 && foo == 1", &format!("{SW}/filter")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert_eq!(
         cat(&mut k, &format!("{SW}/filter")),
@@ -114,7 +114,7 @@ fn filters_keep_only_matching_records() {
     );
     assert_eq!(
         write(&mut k, "(prev_pid == 1", &format!("{SW}/filter")),
-        "sh: echo: write error: No such file or directory\n"
+        "sh: write error: No such file or directory\n"
     );
     let log = cat(&mut k, "error_log");
     let log: Vec<&str> = log.lines().collect();
@@ -175,7 +175,7 @@ fn filters_keep_only_matching_records() {
     assert_eq!(cat(&mut k, &format!("{SW}/filter")), "none\n");
     assert_eq!(
         write(&mut k, "bad", &format!("instances/foo/{SW}/filter")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert!(cat(&mut k, "instances/foo/error_log").contains("  Command: bad\n"));
     assert_eq!(cat(&mut k, "error_log"), "");

@@ -8,7 +8,7 @@
 use tests::Kernel;
 
 const T: &str = "/tracing";
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
 
 fn clean(s: &str) -> String {
     s.replace('\r', "")

@@ -344,12 +344,12 @@ fn filter_semantics() {
     let r = k.run(&format!(
         "echo no_such_function_anywhere > {T}/set_ftrace_filter"
     ));
-    assert_eq!(clean(&r), "sh: echo: write error: Invalid argument\n");
+    assert_eq!(clean(&r), "sh: write error: Invalid argument\n");
     assert_eq!(filter(&mut k), [format!("{w}compute_right")]);
     let r = k.run(&format!(
         "echo 'no_such_function_anywhere' >> {T}/set_ftrace_filter"
     ));
-    assert_eq!(clean(&r), "sh: echo: write error: Invalid argument\n");
+    assert_eq!(clean(&r), "sh: write error: Invalid argument\n");
     assert_eq!(filter(&mut k), [format!("{w}compute_right")]);
 
     // Empty: all functions again.
@@ -441,7 +441,7 @@ fn filter_semantics() {
     let r = k.run(&format!("echo '!{it}:traceoff' >> {T}/set_ftrace_filter"));
     assert_eq!(
         r.replace('\r', ""),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert_eq!(
         k.run(&format!("echo '!{it}:traceoff:0' >> {T}/set_ftrace_filter")),
@@ -484,7 +484,7 @@ fn filter_semantics() {
     let r = k.run(&format!(
         "echo 'no_such_function_anywhere:traceoff' > {T}/set_ftrace_filter"
     ));
-    assert_eq!(clean(&r), "sh: echo: write error: Invalid argument\n");
+    assert_eq!(clean(&r), "sh: write error: Invalid argument\n");
     // Probes gone: no site left patched.
     let check = k.run("ftrace_check");
     assert!(check.contains(", 0 bad, 0 call ftrace_caller, "), "{check}");

@@ -212,7 +212,7 @@ fn hist_counts_layout_drops_and_commands() {
     ] {
         assert_eq!(
             run(&mut k, &format!("echo '{write}' >> {EV}/trigger")),
-            format!("sh: echo: write error: {err}\n"),
+            format!("sh: write error: {err}\n"),
             "{write}"
         );
     }
@@ -375,7 +375,7 @@ fn named_hist_shares_one_table(k: &mut Kernel) {
             k,
             "echo 'hist:keys=prio:name=wk' >> /tracing/events/sched/sched_waking/trigger"
         ),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     let log: Vec<String> = run(k, "cat /tracing/error_log")
         .lines()
@@ -395,7 +395,7 @@ fn named_hist_shares_one_table(k: &mut Kernel) {
     // The same spec twice on one event: EEXIST.
     assert_eq!(
         run(k, &format!("echo '{SPEC}' >> {WK}/trigger")),
-        "sh: echo: write error: File exists\n"
+        "sh: write error: File exists\n"
     );
 
     // Pausing one event's trigger: that one only.

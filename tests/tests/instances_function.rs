@@ -230,7 +230,7 @@ fn rmdir_while_tracing_leaves_the_top_level_tracing_and_ops_pool_of_16() {
         if i < 16 {
             assert_eq!(r, "", "{x}");
         } else {
-            assert_eq!(r, "sh: echo: write error: No space left on device\n");
+            assert_eq!(r, "sh: write error: No space left on device\n");
             assert_eq!(cat(&mut k, &format!("{x}/current_tracer")), "nop\n");
         }
     }

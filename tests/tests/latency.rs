@@ -23,8 +23,8 @@ use std::time::Duration;
 use tests::Kernel;
 
 const T: &str = "/tracing";
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
-const ERANGE: &str = "sh: echo: write error: Numerical result out of range\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
+const ERANGE: &str = "sh: write error: Numerical result out of range\n";
 
 fn run(k: &mut Kernel, cmd: &str) -> String {
     k.run(cmd).replace('\r', "")
@@ -145,7 +145,7 @@ fn irqsoff_and_preemptoff_keep_the_longest_section() {
     assert_eq!(run(&mut k, "echo 0 > options/overwrite"), EINVAL);
     assert_eq!(run(&mut k, "echo nooverwrite > trace_options"), EINVAL);
     assert_eq!(run(&mut k, "cat options/overwrite"), "1\n");
-    let ebusy = "sh: echo: write error: Device or resource busy\n";
+    let ebusy = "sh: write error: Device or resource busy\n";
     assert_eq!(run(&mut k, "echo 1 > snapshot"), ebusy);
     assert!(run(&mut k, "cat snapshot").contains("Device or resource busy"));
     assert_eq!(
@@ -569,7 +569,7 @@ fn irqsoff_display_graph() {
 
     // One user of the function-graph core at a time (Linux 6.1): the
     // profiler cannot start meanwhile...
-    let ebusy = "sh: echo: write error: Device or resource busy\n";
+    let ebusy = "sh: write error: Device or resource busy\n";
     assert_eq!(run(&mut k, "echo 1 > function_profile_enabled"), ebusy);
     assert_eq!(run(&mut k, "cat function_profile_enabled"), "0\n");
     // ...and, cleared, the tracer goes back to function records.

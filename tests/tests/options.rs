@@ -10,7 +10,7 @@ fn clean(s: &str) -> String {
     s.replace('\r', "")
 }
 
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
 
 /// Options for user space, record-cmd and poll() are absent, under every
 /// tracer, and writing them fails; display-graph is a core option and the

@@ -192,7 +192,7 @@ fn hash_ptr_and_fields_are_unknown() {
             let r = k.run(&format!("echo {w} > {T}/trace_options"));
             assert_eq!(
                 r.replace('\r', ""),
-                "sh: echo: write error: Invalid argument\n",
+                "sh: write error: Invalid argument\n",
                 "{w}"
             );
         }

@@ -27,9 +27,9 @@ const HEADER: [&str; 2] = [
     "  Function                               Hit    Time            Avg             s^2",
     "  --------                               ---    ----            ---             ---",
 ];
-const EBUSY: &str = "sh: echo: write error: Device or resource busy\n";
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
-const ERANGE: &str = "sh: echo: write error: Numerical result out of range\n";
+const EBUSY: &str = "sh: write error: Device or resource busy\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
+const ERANGE: &str = "sh: write error: Numerical result out of range\n";
 const CPUS: usize = 4;
 const N: u64 = 20;
 const TASKS: u64 = 4;

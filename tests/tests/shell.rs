@@ -179,7 +179,7 @@ fn tracefs_control_files_and_workloads() {
     assert_eq!(clean(&k.run("cat /tracing/current_tracer")), "nop\n");
     assert_eq!(
         clean(&k.run("echo foo > /tracing/current_tracer")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert_eq!(
         clean(&k.run("cat /sys/kernel/tracing/current_tracer")),
@@ -189,7 +189,7 @@ fn tracefs_control_files_and_workloads() {
     assert_eq!(k.run("echo -n nop > /tracing/current_tracer"), "");
     assert_eq!(
         clean(&k.run("echo > /tracing/current_tracer")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
 
     assert_eq!(clean(&k.run("cat /tracing/tracing_on")), "1\n");
@@ -197,7 +197,7 @@ fn tracefs_control_files_and_workloads() {
     assert_eq!(clean(&k.run("cat /tracing/tracing_on")), "0\n");
     assert_eq!(
         clean(&k.run("echo on > /tracing/tracing_on")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert_eq!(clean(&k.run("cat /tracing/tracing_on")), "0\n");
     assert_eq!(k.run("cd /tracing"), "");
@@ -212,7 +212,7 @@ fn tracefs_control_files_and_workloads() {
 
     assert_eq!(
         clean(&k.run("echo 1 > available_tracers")),
-        "sh: echo: write error: Invalid argument\n"
+        "sh: write error: Invalid argument\n"
     );
     assert_eq!(
         clean(&k.run("echo x > newfile")),

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tests::Kernel;
 
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
 
 fn run(k: &mut Kernel, cmd: &str) -> String {
     k.run(cmd).replace('\r', "")
@@ -151,7 +151,7 @@ fn snapshot_files_texts_swaps_and_errors() {
     // Not recorded: Linux's EBADF for a marker while tracing is off.
     assert_eq!(
         run(&mut k, "echo lost > trace_marker"),
-        "sh: echo: write error: Bad file descriptor\n"
+        "sh: write error: Bad file descriptor\n"
     );
     assert_eq!(markers(&run(&mut k, "cat snapshot")), [m(0, "two")]);
     assert_eq!(markers(&run(&mut k, "cat trace")), [m(0, "one")]);

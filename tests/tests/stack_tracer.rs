@@ -27,9 +27,9 @@ use std::time::Duration;
 use tests::Kernel;
 
 const RECURSE: &str = "kernel::shell::work::work_stack_recurse";
-const EINVAL: &str = "sh: echo: write error: Invalid argument\n";
-const ENODEV: &str = "sh: echo: write error: No such device\n";
-const ERANGE: &str = "sh: echo: write error: Numerical result out of range\n";
+const EINVAL: &str = "sh: write error: Invalid argument\n";
+const ENODEV: &str = "sh: write error: No such device\n";
+const ERANGE: &str = "sh: write error: Numerical result out of range\n";
 
 fn run(k: &mut Kernel, cmd: &str) -> String {
     k.run(cmd).replace('\r', "")

@@ -348,7 +348,7 @@ fn wakeup_tracers_measure_the_woken_task() {
             &mut k,
             &format!("echo wakeup > {T}/instances/w/current_tracer")
         ),
-        "sh: echo: write error: Device or resource busy\n"
+        "sh: write error: Device or resource busy\n"
     );
     assert_eq!(
         run(&mut k, &format!("cat {T}/instances/w/current_tracer")),

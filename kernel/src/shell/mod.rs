@@ -248,7 +248,7 @@ impl Output {
     fn report_write_error(&mut self, cmd: &str, e: Errno) {
         match e {
             Errno::EPIPE => {} // the reader is gone (head got its lines)
-            _ if cmd == "echo" => println!("sh: echo: write error: {}", e),
+            _ if cmd == "echo" => println!("sh: write error: {}", e),
             _ => println!("{}: write error: {}", cmd, e),
         }
         if e != Errno::EPIPE && self.error.is_none() {
