@@ -152,13 +152,21 @@ fn trace_graph_entry(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
             return trace_graph_record_entry_tr(tr, trace);
         }
     }
-    trace_graph_entry_filtered(trace, rs)
+    trace_graph_entry_filtered(trace.func, trace.depth, trace.calltime, rs)
 }
 
-/// [`trace_graph_entry`] with its tests, in Linux's order.
+/// [`trace_graph_entry`] with its tests, in Linux's order. It takes the
+/// entry's fields as values, in registers: given the `FtraceGraphEnt` by
+/// reference, the fast path stored them to the stack on every call for
+/// this path's sake.
 #[cold]
 #[inline(never)]
-fn trace_graph_entry_filtered(trace: &FtraceGraphEnt, rs: &ShadowStack) -> bool {
+fn trace_graph_entry_filtered(func: u64, depth: i32, calltime: u64, rs: &ShadowStack) -> bool {
+    let trace = &FtraceGraphEnt {
+        func,
+        depth,
+        calltime,
+    };
     if rs.bits.load(Ordering::Relaxed) & task_bits::NOTRACE != 0 {
         return false;
     }
