@@ -942,6 +942,9 @@ pub fn register_kretprobe(rp: Arc<Kretprobe>) -> Result<(), Errno> {
     rp.nactive.store(0, Ordering::Relaxed);
     KRETPROBES[slot].store(Arc::as_ptr(&rp) as *mut Kretprobe, Ordering::Release);
     crate::trace::fgraph::set_rethook_handler(kretprobe_return);
+    // Before the first hijack (the function tracer's slow path translates
+    // a caller's `rethook_trampoline` while a hijacker is registered).
+    crate::trace::fgraph::return_hijackers_changed(1);
     let kp = Arc::new(Kprobe::new(
         kretprobe_hook_addr(rp.addr),
         Some(pre_handler_kretprobe),
@@ -949,6 +952,7 @@ pub fn register_kretprobe(rp: Arc<Kretprobe>) -> Result<(), Errno> {
         slot,
     ));
     if let Err(e) = register_kprobe(kp.clone()) {
+        crate::trace::fgraph::return_hijackers_changed(-1);
         KRETPROBES[slot].store(core::ptr::null_mut(), Ordering::Release);
         rp.cookie.store(0, Ordering::Relaxed);
         return Err(e);
@@ -973,4 +977,5 @@ pub fn unregister_kretprobe(rp: &Arc<Kretprobe>) {
     crate::rcu::synchronize_sched();
     rp.cookie.store(0, Ordering::Relaxed);
     list.remove(i);
+    crate::trace::fgraph::return_hijackers_changed(-1);
 }

@@ -439,10 +439,7 @@ fn filter_semantics() {
     // A counted probe is another probe than the unlimited one (Linux's
     // traceoff_count_probe_ops): `!func:cmd` does not remove it, `!func:cmd:0` does.
     let r = k.run(&format!("echo '!{it}:traceoff' >> {T}/set_ftrace_filter"));
-    assert_eq!(
-        r.replace('\r', ""),
-        "sh: write error: Invalid argument\n"
-    );
+    assert_eq!(r.replace('\r', ""), "sh: write error: Invalid argument\n");
     assert_eq!(
         k.run(&format!("echo '!{it}:traceoff:0' >> {T}/set_ftrace_filter")),
         ""

@@ -127,6 +127,38 @@ pub fn ftrace_graph_stop() {
     GRAPH_DEAD.store(true, Ordering::SeqCst);
 }
 
+/// Registered return hijackers: function_graph users and kretprobes.
+static HIJACKERS: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+/// Serialises the changes of [`HIJACKERS`] with their probes' walks.
+static HIJACKERS_LOCK: spin::Mutex<()> = spin::Mutex::new(());
+
+/// Told when the first return hijacker registers (`true`) and when the
+/// last one goes (`false`): the function tracer's fast path trusts a
+/// caller's return address only while none is registered.
+pub static RETURN_HIJACKERS: crate::hook::Hook<fn(bool)> = crate::hook::Hook::new();
+
+/// A return hijacker registers (`delta` 1, before its first hijack) or is
+/// gone (-1): a function_graph user here, a kretprobe in kprobes.
+pub fn return_hijackers_changed(delta: isize) {
+    let _g = HIJACKERS_LOCK.lock();
+    let before = if delta > 0 {
+        HIJACKERS.fetch_add(1, Ordering::SeqCst)
+    } else {
+        HIJACKERS.fetch_sub(1, Ordering::SeqCst)
+    };
+    // 0 -> 1 or 1 -> 0.
+    if (delta > 0 && before == 0) || (delta < 0 && before == 1) {
+        for probe in RETURN_HIJACKERS.probes() {
+            probe(delta > 0);
+        }
+    }
+}
+
+/// True while a return hijacker is registered.
+pub fn return_hijackers() -> bool {
+    HIJACKERS.load(Ordering::SeqCst) != 0
+}
+
 /// Durations include the time a task was switched out (the function_graph
 /// tracer's `sleep-time` option, on by default; Linux: fgraph_sleep_time).
 static FGRAPH_SLEEP_TIME: AtomicBool = AtomicBool::new(true);
@@ -203,7 +235,11 @@ pub fn register_ftrace_graph(ops: &'static FgraphOps) -> Result<(), Errno> {
         ops.return_handler.map_or(GENERIC_RETURN, |h| h as *mut ()),
         Ordering::SeqCst,
     );
+    // Before the first hijack: the function tracer translates callers
+    // through its slow path while this bit is set.
+    return_hijackers_changed(1);
     if let Err(e) = ftrace::register_ftrace_function(ops.ops) {
+        return_hijackers_changed(-1);
         FGRAPH_RETURN.store(GENERIC_RETURN, Ordering::SeqCst);
         let _ = unregister_trace_sched_switch(ftrace_graph_probe_sched_switch, NO_DATA);
         FGRAPH_OPS.store(core::ptr::null_mut(), Ordering::SeqCst);
@@ -230,6 +266,11 @@ pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
     let p = ops as *const FgraphOps as *mut FgraphOps;
     let _ =
         FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
+    // Calls hijacked before return as they did; a function such a call
+    // tail-called and that is traced after this reports
+    // `return_to_handler` as its caller, as Linux's function tracer
+    // always does.
+    return_hijackers_changed(-1);
 }
 
 #[inline(always)]

@@ -81,10 +81,32 @@ const MAX_PIDS: usize = 32;
 /// The bits of [`TrFunction`]'s fast-path byte: what makes the callback
 /// leave its fast path, mirrored in one byte so that the fast path tests
 /// them all with one load: `set_ftrace_pid` holds pids, the
-/// func_stack_trace option is set, the func-no-repeats option is set.
+/// func_stack_trace option is set, the func-no-repeats option is set, a
+/// return hijacker is registered ([`FUNC_HIJACKERS`]).
 const FUNC_PID_FILTER: u8 = 1;
 const FUNC_STACK_TRACE: u8 = 2;
 const FUNC_NO_REPEATS: u8 = 4;
+/// A function_graph user or a kretprobe is registered, so a caller's
+/// return address may read `return_to_handler` or `rethook_trampoline`,
+/// which the slow path translates back. Set in every trace array while
+/// one is (the graph core counts them: [`super::fgraph::RETURN_HIJACKERS`]), so
+/// that the fast path, with no hijacker registered, needs no compare with
+/// the trampolines' addresses.
+const FUNC_HIJACKERS: u8 = 8;
+
+/// Sets or clears `tr`'s [`FUNC_HIJACKERS`] bit (the instances' probe on
+/// [`super::fgraph::RETURN_HIJACKERS`] walks every trace array with it).
+pub(crate) fn set_tr_hijackers(tr: &TraceArray, on: bool) {
+    tr.function.set_slow(FUNC_HIJACKERS, on);
+}
+
+/// Gives a new instance's array the [`FUNC_HIJACKERS`] bit of the moment;
+/// called with the instance list's lock held, before the array goes on
+/// the list (a walk waits for that lock).
+pub(crate) fn init_tr_hijackers(tr: &TraceArray) {
+    tr.function
+        .set_slow(FUNC_HIJACKERS, super::fgraph::return_hijackers());
+}
 
 /// One trace array's function tracer state (Linux: the function-tracing
 /// fields of struct trace_array: `ops`, `function_pids`, the func flags,
@@ -181,7 +203,8 @@ pub(crate) fn pid_allowed() -> bool {
 /// by the list function when several ops are registered.
 ///
 /// The fast path is the common case: no pid filter, no func_stack_trace,
-/// and a caller not hijacked by function_graph. It reserves, fills with
+/// and no return hijacker (function_graph user, kretprobe) registered, so
+/// the caller's return address is the real one. It reserves, fills with
 /// three stores (the header word from [`trace_entry_word`]) and commits.
 /// Anything else goes to [`function_trace_record_slow`], out of line, so
 /// that its registers and code do not weigh on the fast path.
@@ -219,9 +242,7 @@ fn function_trace_body(ip: u64, parent_slot: *mut u64, op: &FtraceOps) {
         // SAFETY: ftrace_caller passes the address of the stack slot
         // holding the traced function's return address.
         let parent_ip = unsafe { *parent_slot };
-        if tr.function.slow.load(Ordering::Relaxed) == 0
-            && !crate::arch::fgraph::is_return_trampoline(parent_ip)
-        {
+        if tr.function.slow.load(Ordering::Relaxed) == 0 {
             // The header word is sampled inside `fill`, after the
             // reservation: the context it reads (irqs, depths,
             // preempt_count, current) is this context's own, which an

@@ -24,7 +24,7 @@ use spin::{Mutex, Once};
 
 use super::trace::{TraceArray, TRACE_BUF_SIZE_DEFAULT};
 use super::{
-    buffer_files, control, error_log, events, export, functions, max_trace, snapshot, trace,
+    buffer_files, control, error_log, events, export, fgraph, functions, max_trace, snapshot, trace,
 };
 use crate::fs::tracefs::{self, Dentry, InstanceOps};
 use crate::fs::Errno;
@@ -75,6 +75,7 @@ impl InstanceOps for Instances {
             crate::rcu::synchronize_sched();
             return Err(e);
         }
+        functions::init_tr_hijackers(&tr);
         list.push(tr);
         Ok(dir)
     }
@@ -122,8 +123,29 @@ pub fn instances() -> Vec<Arc<TraceArray>> {
     INSTANCES.lock().clone()
 }
 
-/// Creates `instances/` in the tracefs root.
+/// The probe on [`fgraph::RETURN_HIJACKERS`]: the first return hijacker
+/// registered (`on`) or the last one gone; every trace array's function
+/// tracer follows ([`functions::set_tr_hijackers`]). A new instance takes
+/// the state in `mkdir`, under the instance list's lock, which this walk
+/// takes after the count changed: either the walk sees the new instance
+/// or the instance sees the new count.
+fn return_hijackers_probe(on: bool) {
+    if let Some(tr) = trace::global_trace() {
+        functions::set_tr_hijackers(tr, on);
+    }
+    for tr in instances() {
+        functions::set_tr_hijackers(&tr, on);
+    }
+}
+
+/// Creates `instances/` in the tracefs root, and keeps every trace
+/// array's function tracer told of return hijackers.
 pub fn init(root: &Dentry) -> Result<(), Errno> {
+    fgraph::RETURN_HIJACKERS.register(return_hijackers_probe)?;
+    // A hijacker registered before (a boot self-test's kretprobe).
+    if fgraph::return_hijackers() {
+        return_hijackers_probe(true);
+    }
     let dir = tracefs::create_instance_dir(root, "instances", Arc::new(Instances))?;
     INSTANCES_DIR.call_once(|| dir);
     control::readme_add(
