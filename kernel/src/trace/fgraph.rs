@@ -595,7 +595,7 @@ pub fn ftrace_return_to_handler_user(retp: u64, ops: &'static FgraphOps) -> u64 
 #[inline(always)]
 fn ftrace_return_to_handler_for(retp: u64, ops: Option<&FgraphOps>) -> u64 {
     // LAB 4 BEGIN: ftrace_return_to_handler (pop the shadow frame, report the return, give back the real address)
-    // LAB 4 STUB: let _ = (retp, ops);
+    // LAB 4 STUB: let _ = (retp, ops, top_frame); // what you will use
     // LAB 4 STUB: ftrace_graph_stop();
     // LAB 4 STUB: unimplemented!("lab 4: ftrace_return_to_handler: pop the shadow frame whose slot is retp")
     let task = crate::sched::current();
