@@ -268,8 +268,8 @@ pub fn unregister_ftrace_graph(ops: &'static FgraphOps) {
         FGRAPH_OPS.compare_exchange(p, core::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
     // Calls hijacked before return as they did; a function such a call
     // tail-called and that is traced after this reports
-    // `return_to_handler` as its caller, as Linux's function tracer
-    // always does.
+    // `return_to_handler` as its caller (the function tracer's fast path
+    // no longer translates once no hijacker is registered).
     return_hijackers_changed(-1);
 }
 
